@@ -1,0 +1,54 @@
+"""Tiny models built from configs, written in the published checkpoint layouts; nothing touches the Hub."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=512)
+
+
+def tiny_hf_config(model_type: str = "llama", **changes):
+    """A transformers config for a tiny model of ``model_type`` (llama, llama3, qwen2, qwen3, mistral)."""
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config
+
+    values = dict(TINY, **changes)
+    if model_type == "llama3":
+        values.setdefault("rope_theta", 500000.0)
+        values.setdefault("rope_scaling", {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                           "high_freq_factor": 4.0, "original_max_position_embeddings": 64})
+        return LlamaConfig(**values)
+    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config, "mistral": MistralConfig}[model_type]
+    if model_type == "qwen3":
+        values.setdefault("head_dim", 32)
+    return cls(**values)
+
+
+def tiny_hf_model(model_type: str = "llama", seed: int = 0, **changes):
+    """A transformers causal LM with random weights (fp32), norms and biases randomised too."""
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(tiny_hf_config(model_type, **changes), attn_implementation="eager")
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name or "bias" in name:
+                p.add_(0.1 * torch.randn_like(p))
+    return model.eval()
+
+
+@pytest.fixture
+def save_hf(tmp_path):
+    """Save a transformers model as sharded safetensors; return the folder."""
+
+    def save(model, name="ckpt"):
+        path = tmp_path / name
+        model.save_pretrained(path, max_shard_size="50KB")
+        return path
+
+    return save
