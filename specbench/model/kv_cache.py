@@ -31,17 +31,8 @@ class StaticKVCache:
         if n == 0:
             return
         dst = torch.arange(dst_start, dst_start + n, device=src_slots.device)
-        if torch.equal(dst, src_slots):
-            return
         self.k.index_copy_(3, dst, self.k.index_select(3, src_slots))
         self.v.index_copy_(3, dst, self.v.index_select(3, src_slots))
-
-    def check_room(self, needed: int) -> None:
-        if needed > self.max_seq_len:
-            raise ValueError(
-                f"the KV cache holds {self.max_seq_len} slots but {needed} are needed; "
-                "raise runtime.max_seq_len or lower max_new_tokens"
-            )
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:

@@ -1,0 +1,115 @@
+"""Accuracy: GSM8K exact match and HumanEval pass@1 (sandboxed execution, opt-in)."""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Sequence
+
+from specbench.datasets.sandbox import CodeExecutionNotAllowed, ExecResult, run_program
+
+if TYPE_CHECKING:
+    from specbench.datasets.questions import Question
+
+NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+ANSWER_IS = re.compile(r"the answer is\s*:?\s*\$?\s*(" + NUMBER.pattern + ")", re.IGNORECASE)
+NEXT_SHOT = re.compile(r"\n\s*Q:")
+FENCED = re.compile(r"```[\w+-]*[ \t]*\n(.*?)(?:\n[ \t]*```|$)", re.DOTALL)
+
+
+def normalize_number(text: str) -> str | None:
+    """``" $1,000. "`` -> ``"1000"``, ``"2.50"`` -> ``"2.5"``; None when the text is not a number."""
+    cleaned = text.strip().replace(",", "").replace("$", "").rstrip(".").strip()
+    try:
+        value = Decimal(cleaned)
+    except InvalidOperation:
+        return None
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+def extract_gsm8k_answer(text: str) -> str | None:
+    """The number after the first "The answer is", else the last number; text after a new "Q:" is ignored.
+
+    Few-shot generations run on into invented questions (no terminators), hence the cut at the next "Q:".
+    """
+    text = NEXT_SHOT.split(text, maxsplit=1)[0]
+    found = ANSWER_IS.search(text)
+    if found:
+        return normalize_number(found.group(1))
+    numbers = NUMBER.findall(text)
+    return normalize_number(numbers[-1]) if numbers else None
+
+
+def gsm8k_correct(prediction: str, reference: str) -> bool:
+    """Exact match of the extracted number against ``reference`` (a bare number or a ``#### N`` solution)."""
+    gold = normalize_number(reference.rsplit("####", 1)[-1])
+    return gold is not None and extract_gsm8k_answer(prediction) == gold
+
+
+def gsm8k_accuracy(predictions: Sequence[str], questions: Sequence[Question]) -> float:
+    """Fraction of predictions whose number equals the question's ``answer``."""
+    _same_length(predictions, questions)
+    hits = [q.answer is not None and gsm8k_correct(p, q.answer) for p, q in zip(predictions, questions)]
+    return sum(hits) / len(hits) if hits else 0.0
+
+
+def extract_code(text: str, entry_point: str | None = None) -> str:
+    """Sanitize a model answer into Python source.
+
+    Text before the first fence is taken when there is no fence or when it already defines ``entry_point``
+    (a completion after a pre-filled ```` ```python ```` fence); otherwise the first fenced block that defines
+    ``entry_point``, else the first fenced block.
+    """
+    head = text.split("```", 1)[0]
+    defines = f"def {entry_point}" if entry_point else None
+    if "```" not in text or (defines and defines in head):
+        return head
+    blocks = FENCED.findall(text)
+    return next((b for b in blocks if defines and defines in b), blocks[0] if blocks else head)
+
+
+def humaneval_program(answer: str, question: Question) -> str:
+    """The test program for one HumanEval answer: sanitized code, the prompt's imports, the tests, ``check()``.
+
+    An answer that does not define the entry point is treated as a continuation of the prompt.
+    """
+    prompt = question.turns[0]
+    code = extract_code(answer, question.entry_point)
+    if f"def {question.entry_point}" not in code:
+        code = prompt + answer.split("```", 1)[0]
+    imports = "".join(line + "\n" for line in prompt.splitlines() if line.startswith(("import ", "from ")))
+    return f"{imports}\n{code}\n\n{question.test}\n\ncheck({question.entry_point})\n"
+
+
+def humaneval_pass_at_1(
+    answers: Sequence[str],
+    questions: Sequence[Question],
+    *,
+    allow_code_execution: bool = False,
+    timeout: float = 3.0,
+    memory_mb: int = 1024,
+    workers: int = 4,
+) -> tuple[float, list[ExecResult]]:
+    """pass@1 over greedy answers (one per question) and the per-question results.
+
+    Runs model-written code, so it needs ``allow_code_execution=True``; see ``sandbox.run_program`` for limits.
+    """
+    if not allow_code_execution:
+        raise CodeExecutionNotAllowed(
+            "HumanEval scoring executes model-generated code. Opt in with allow_code_execution=True "
+            "(it runs in a subprocess with time/memory limits and blocked network/process calls; this is not a "
+            "full sandbox, so use a container for untrusted models)."
+        )
+    _same_length(answers, questions)
+    programs = [humaneval_program(a, q) for a, q in zip(answers, questions)]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda p: run_program(p, timeout=timeout, memory_mb=memory_mb), programs))
+    return (sum(r.passed for r in results) / len(results) if results else 0.0), results
+
+
+def _same_length(predictions: Sequence, questions: Sequence) -> None:
+    if len(predictions) != len(questions):
+        raise ValueError(f"{len(predictions)} predictions for {len(questions)} questions")

@@ -1,0 +1,87 @@
+"""The decoding loop shared by autoregressive and speculative generation.
+
+Each step: the drafter proposes a tree (empty for AR), the target verifies root + tree in one forward, the
+acceptance rule picks a path and a bonus token, and target and drafter commit it. The first token comes
+from the target's prefill. Accept lengths count the bonus token, so an AR step has length 1 and
+``tau = (new_tokens - 1) / steps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from specbench.decoding.acceptance import accept
+from specbench.decoding.sampling import SamplingParams
+from specbench.decoding.session import ModelSession
+from specbench.drafters.base import Drafter
+from specbench.timing.phases import PhaseTimer
+
+
+@dataclass
+class Generation:
+    prompt_len: int
+    tokens: list[int]  # new tokens, the prefill's first token included
+    accept_lengths: list[int] = field(default_factory=list)  # committed tokens per step (bonus included)
+    drafted: list[int] = field(default_factory=list)  # draft nodes per step
+    draft_depths: list[int] = field(default_factory=list)
+    stop_reason: str = "length"
+    phase_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def steps(self) -> int:
+        return len(self.accept_lengths)
+
+    @property
+    def tau(self) -> float:
+        return sum(self.accept_lengths) / self.steps if self.steps else 1.0
+
+
+def generate(
+    target: ModelSession,
+    drafter: Drafter,
+    prompt: list[int],
+    *,
+    max_new_tokens: int,
+    sampling: SamplingParams = SamplingParams(),
+    stop_ids: frozenset[int] = frozenset(),
+    generator: torch.Generator | None = None,
+    timer: PhaseTimer | None = None,
+) -> Generation:
+    timer = timer or PhaseTimer(target.device, enabled=False)
+    target.reset()
+    drafter.reset()
+    with timer.phase("target_prefill"):
+        logits, hidden = target.extend(prompt)
+    with timer.phase("sample"):
+        first = int(sampling.pick(logits, generator))
+    tokens = list(prompt) + [first]
+    out = Generation(len(prompt), [first])
+    with timer.phase("drafter_prefill"):
+        drafter.observe(tokens, hidden, 0)
+    if first in stop_ids:
+        out.stop_reason = "eos"
+    while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
+        timer.next_step()
+        room = target.runner.max_seq_len - target.length - 1
+        with timer.phase("draft"):
+            draft = drafter.propose(tokens, room)
+        with timer.phase("verify"):
+            logits, hidden = target.verify(tokens[-1], draft)
+        with timer.phase("accept"):
+            result = accept(draft, logits, sampling, generator)
+            start = target.length
+            target.commit(result.nodes)
+            new = result.tokens[: max_new_tokens - len(out.tokens)]
+            stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
+            if stop_at is not None:
+                new, out.stop_reason = new[: stop_at + 1], "eos"
+            tokens += result.tokens
+            drafter.observe(tokens, hidden[[0] + [i + 1 for i in result.nodes]], start)
+        out.tokens += new
+        out.accept_lengths.append(len(new))
+        out.drafted.append(len(draft))
+        out.draft_depths.append(max(draft.depths(), default=0))
+    out.phase_ms = timer.collect()
+    return out

@@ -1,0 +1,94 @@
+"""A model together with the token prefix held in its KV cache.
+
+``tokens`` are exactly the tokens whose K/V sit in slots ``0 … length-1``. ``extend`` appends tokens causally,
+``verify`` runs a root token plus a draft tree after the prefix without keeping it, and ``commit`` keeps the
+root and an accepted path, compacting their K/V behind the prefix.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from specbench.decoding.draft import Draft
+from specbench.decoding.forward import ForwardRunner
+from specbench.model.kv_cache import causal_mask, tree_mask
+
+PREFILL_CHUNK = 4096
+
+
+class ModelSession:
+    def __init__(self, runner: ForwardRunner, layers: Sequence[int] | None = None):
+        self.runner = runner
+        self.model = runner.model
+        self.device = runner.device
+        self.layers = layers
+        self.tokens: list[int] = []
+        self._verified: list[int] = []
+
+    @property
+    def length(self) -> int:
+        return len(self.tokens)
+
+    def reset(self) -> None:
+        self.truncate(0)
+
+    def truncate(self, length: int) -> None:
+        """Forget everything after the first ``length`` tokens."""
+        del self.tokens[length:]
+
+    def common_prefix(self, tokens: Sequence[int]) -> int:
+        n = 0
+        for a, b in zip(self.tokens, tokens):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    def _check_room(self, n: int) -> None:
+        if self.length + n > self.runner.max_seq_len:
+            raise ValueError(
+                f"the KV cache holds {self.runner.max_seq_len} tokens but {self.length + n} are needed; "
+                "raise runtime.max_seq_len or lower the prompt length / max_new_tokens"
+            )
+
+    def extend(self, ids: Sequence[int], layers: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append ``ids`` causally; return the last row's logits [V] and the hidden states [n, h]."""
+        ids = list(ids)
+        if len(ids) <= self.runner.buckets[-1]:
+            logits, hidden = self.verify(ids[0], Draft.chain(ids[1:]), layers)
+            self.commit(range(len(ids) - 1))
+            return logits[-1], hidden
+        self._check_room(len(ids))
+        ids_t = torch.as_tensor(ids, device=self.device)
+        hiddens = []
+        for start in range(0, len(ids), PREFILL_CHUNK):
+            chunk = ids_t[start : start + PREFILL_CHUNK]
+            first, n = self.length, chunk.numel()
+            pos = torch.arange(first, first + n, device=self.device)
+            mask = causal_mask(first, n, self.runner.total_slots, self.device)
+            hiddens.append(self.model(chunk[None], pos, pos, mask, layers or self.layers)[0])
+            self.tokens += ids[start : start + n]
+        hidden = torch.cat(hiddens)
+        return self.model.logits(hidden[-1]), hidden
+
+    def verify(self, root: int, draft: Draft, layers: Sequence[int] | None = None):
+        """Run root + draft under the tree mask after the prefix; return logits [n, V] and hidden [n, h]."""
+        n = len(draft) + 1
+        self._check_room(n)
+        start = self.length
+        self._verified = [root] + draft.tokens
+        ids = torch.tensor(self._verified, device=self.device)
+        depth = torch.tensor([0] + draft.depths(), device=self.device)
+        slots = torch.arange(start, start + n, device=self.device)
+        mask = tree_mask(start, draft.ancestors(self.device), self.runner.total_slots)
+        return self.runner(ids, depth + start, slots, mask, layers or self.layers)
+
+    def commit(self, nodes: Sequence[int]) -> None:
+        """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify."""
+        nodes = list(nodes)
+        if nodes != list(range(len(nodes))):
+            src = torch.tensor([self.length] + [self.length + 1 + i for i in nodes], device=self.device)
+            self.runner.cache.keep(src, self.length)
+        self.tokens += [self._verified[0]] + [self._verified[i + 1] for i in nodes]

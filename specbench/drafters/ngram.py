@@ -1,0 +1,50 @@
+"""Prompt-lookup (n-gram) drafting, as in vLLM's V0 ngram proposer that Quasar ran.
+
+For n from ``max_n`` down to ``min_n``: find an earlier occurrence of the last n tokens and propose the
+``num_tokens`` tokens that followed it. vLLM takes the earliest occurrence and, when the continuation runs
+past the end of the sequence, repeats the last token (``pad="clamp"``); ``match="latest"`` and
+``pad="truncate"`` are the common alternatives. Proposals are deterministic, so verification treats them
+as point masses.
+"""
+
+from __future__ import annotations
+
+from specbench.decoding.draft import Draft
+from specbench.drafters.base import DraftContext, Drafter, register
+
+
+def lookup(tokens: list[int], min_n: int, max_n: int, num_tokens: int, match: str = "earliest",
+           pad: str = "clamp") -> list[int]:
+    """The n-gram proposal for ``tokens`` (empty when no n-gram of the allowed sizes recurs)."""
+    size = len(tokens)
+    for n in range(min(max_n, size - 1), min_n - 1, -1):
+        pattern = tokens[size - n :]
+        starts = range(size - n) if match == "earliest" else range(size - n - 1, -1, -1)
+        for s in starts:
+            if tokens[s : s + n] == pattern:
+                begin = s + n
+                if pad == "clamp":
+                    return [tokens[min(begin + i, size - 1)] for i in range(num_tokens)]
+                return tokens[begin : begin + num_tokens]
+    return []
+
+
+@register("ngram")
+class NgramDrafter(Drafter):
+    def __init__(self, ctx: DraftContext, min_n: int = 1, max_n: int = 3, num_tokens: int = 5,
+                 match: str = "earliest", pad: str = "clamp"):
+        super().__init__(ctx)
+        if not 1 <= min_n <= max_n or num_tokens < 1:
+            raise ValueError(f"ngram drafter needs 1 <= min_n <= max_n and num_tokens >= 1 (got K=({min_n}, {max_n}), "
+                             f"gamma={num_tokens})")
+        if match not in ("earliest", "latest") or pad not in ("clamp", "truncate"):
+            raise ValueError("ngram.match is 'earliest' or 'latest'; ngram.pad is 'clamp' or 'truncate'")
+        self.settings = dict(min_n=min_n, max_n=max_n, num_tokens=num_tokens, match=match, pad=pad)
+
+    def propose(self, tokens, room):
+        s = self.settings
+        proposal = lookup(tokens, s["min_n"], s["max_n"], min(s["num_tokens"], room), s["match"], s["pad"])
+        return Draft.chain(proposal)
+
+    def describe(self):
+        return {"drafter": self.name, **{f"ngram_{k}": v for k, v in self.settings.items()}}

@@ -1,0 +1,80 @@
+"""Kernel backend registry: each backend packs a ``QuantizedWeight`` into a module computing ``x @ W.T``."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+from torch import nn
+
+from specbench.quantization.qweight import QuantizedWeight
+from specbench.quantization.schemes import UnsupportedBackendError
+
+
+class Backend:
+    """A kernel family. ``build`` returns a module mapping [M, K] inputs to [M, N] outputs in the input dtype."""
+
+    name = ""
+    schemes: tuple[str, ...] = ()
+    cuda_only = True
+    package: str | None = None  # optional dependency, imported lazily
+    extra: str | None = None  # pip extra that installs it
+
+    def limits(self, qw: QuantizedWeight, dtype: torch.dtype) -> str | None:
+        """Why this backend cannot run ``qw`` with ``dtype`` activations (layout limits), or None."""
+        return None
+
+    def build(self, qw: QuantizedWeight, dtype: torch.dtype) -> nn.Module:
+        raise NotImplementedError
+
+    def describe(self, qw: QuantizedWeight) -> dict[str, str]:
+        raise NotImplementedError
+
+    def requirement(self) -> str:
+        where = "CUDA" if self.cuda_only else "any device"
+        return where + (f", needs `pip install specbench[{self.extra}]`" if self.extra else "")
+
+
+BACKENDS: dict[str, Backend] = {}
+
+
+def register(cls: type[Backend]) -> type[Backend]:
+    BACKENDS[cls.name] = cls()
+    return cls
+
+
+def combinations() -> str:
+    return "; ".join(f"{b.name}: {', '.join(b.schemes)} ({b.requirement()})" for b in BACKENDS.values())
+
+
+def get_backend(name: str, scheme: str) -> Backend:
+    """The backend ``name`` if it implements ``scheme`` at all (device and layout are checked in ``build``)."""
+    backend = BACKENDS.get(name)
+    if backend is None or scheme not in backend.schemes:
+        what = f"unknown backend {name!r}" if backend is None else f"backend {name!r} does not implement {scheme}"
+        raise UnsupportedBackendError(f"{what}; combinations that can run: {combinations()}")
+    return backend
+
+
+def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> nn.Module:
+    """Check device, optional package and layout, then pack ``qw`` for ``backend``."""
+    scheme = qw.scheme.name
+    reason = None
+    if backend.cuda_only and qw.device.type != "cuda":
+        reason = f"it needs the weights on a CUDA device (got {qw.device}; build the model with device='cuda')"
+    elif backend.package is not None:
+        try:
+            importlib.import_module(backend.package)
+        except ImportError as err:
+            reason = f"{backend.package} is not installed ({err}); `pip install specbench[{backend.extra}]`"
+    reason = reason or backend.limits(qw, dtype)
+    if reason:
+        raise UnsupportedBackendError(
+            f"{scheme} (group {qw.group_size}) cannot run on backend {backend.name!r}: {reason}. "
+            f"Combinations that can run: {combinations()}"
+        )
+    return backend.build(qw, dtype)
+
+
+for _module in ("reference", "torch_ops", "gemlite", "marlin"):
+    importlib.import_module(f"specbench.quantization.backends.{_module}")
