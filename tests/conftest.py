@@ -52,3 +52,31 @@ def save_hf(tmp_path):
         return path
 
     return save
+
+
+def write_eagle_head(path, hf_model, seed: int = 0, scale: float = 0.05, rotation: bool = False):
+    """Write an EAGLE-1 head for ``hf_model`` in the published layout (config.json + safetensors)."""
+    import json
+
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    cfg = hf_model.config.to_dict()
+    cfg.update(num_hidden_layers=1, bias=True)
+    (path / "config.json").write_text(json.dumps(cfg))
+    g = torch.Generator().manual_seed(seed)
+    h = hf_model.config.hidden_size
+    weights = {
+        k.removeprefix("model."): v.clone()
+        for k, v in hf_model.state_dict().items()
+        if k.startswith("model.layers.0.") and "input_layernorm" not in k
+    }
+    # fc starts as "pass the feature through" plus noise, so the head roughly predicts the next state
+    weights["fc.weight"] = torch.cat([scale * torch.randn(h, h, generator=g), torch.eye(h)], dim=1)
+    weights["fc.bias"] = torch.zeros(h)
+    if rotation:
+        q, _ = torch.linalg.qr(torch.randn(h, h, generator=g))
+        weights["rms_norm_rotation.weight"] = q
+        weights["lm_head.weight"] = hf_model.lm_head.weight.detach().clone()
+    save_file({k: v.contiguous() for k, v in weights.items()}, path / "model.safetensors")
+    return path

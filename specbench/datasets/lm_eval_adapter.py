@@ -40,18 +40,24 @@ def _args(request) -> tuple:
 
 
 class SpecbenchEvalModel:
-    """lm-eval's three request types over a tokenizer and a ``logits_fn`` (requests: ``Instance`` or tuples)."""
+    """lm-eval's three request types over a tokenizer and a ``logits_fn`` (requests: ``Instance`` or tuples).
+
+    ``max_length`` bounds every forward (context + continuation or generation); ``max_gen_toks`` is the default
+    generation budget when a request does not set one.
+    """
 
     def __init__(self, tokenizer, logits_fn: LogitsFn, generate_fn: GenerateFn | None = None, *,
-                 max_length: int = 4096, max_gen_toks: int = 256, device: str | torch.device = "cpu"):
+                 max_length: int = 4096, max_gen_toks: int = 256, device: str | torch.device = "cpu",
+                 chat_template_kwargs: dict | None = None):
         self.tokenizer = tokenizer
         self.logits_fn = logits_fn
         self.generate_fn = generate_fn
         self.max_length = max_length
         self.max_gen_toks = max_gen_toks
         self.device = torch.device(device)
-        prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-        self.prefix_token_id: int = prefix
+        self.chat_template_kwargs = chat_template_kwargs or {}
+        bos = tokenizer.bos_token_id
+        self.prefix_token_id: int = bos if bos is not None else tokenizer.eos_token_id  # context of empty contexts
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False).input_ids
@@ -94,14 +100,18 @@ class SpecbenchEvalModel:
         return results
 
     def generate_until(self, requests) -> list[str]:
-        """Greedy continuation of each context, cut at the first of ``gen_kwargs['until']`` strings."""
+        """Greedy continuation of each context, cut at the first of ``gen_kwargs['until']`` strings.
+
+        Prompt plus generation fit in ``max_length``: the context keeps its last ``max_length - 1`` tokens and
+        ``max_gen_toks`` is lowered to the room left.
+        """
         outputs = []
         stop_ids = stop_token_ids(self.tokenizer)
         for context, gen_kwargs in map(_args, requests):
             until = gen_kwargs.get("until") or []
             until = [until] if isinstance(until, str) else list(until)
-            budget = int(gen_kwargs.get("max_gen_toks", self.max_gen_toks))
-            ids = self.encode(context)[-max(1, self.max_length - budget):]
+            ids = self.encode(context)[-(self.max_length - 1):]
+            budget = min(int(gen_kwargs.get("max_gen_toks", self.max_gen_toks)), self.max_length - len(ids))
             new = (self.generate_fn or self._greedy)(ids, budget, stop_ids)
             text = self.tokenizer.decode(new, skip_special_tokens=True)
             for stop in until:
@@ -119,8 +129,10 @@ class SpecbenchEvalModel:
         return new
 
     def apply_chat_template(self, chat_history: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+        """Render lm-eval's chat history with the tokenizer's template (plus ``chat_template_kwargs``, e.g.
+        ``{"enable_thinking": False}`` for Qwen3)."""
         return self.tokenizer.apply_chat_template(chat_history, add_generation_prompt=add_generation_prompt,
-                                                  tokenize=False)
+                                                  tokenize=False, **self.chat_template_kwargs)
 
     @property
     def tokenizer_name(self) -> str:

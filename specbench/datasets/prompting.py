@@ -99,8 +99,9 @@ def gsm8k_exemplars() -> tuple[dict, ...]:
 
 def gsm8k_fewshot_prompt(question: str, shots: int = 8) -> str:
     """``Q: <question>\\nA: <reasoning> The answer is N.`` for each exemplar, then ``Q: <question>\\nA:``."""
-    blocks = [f"Q: {e['question']}\nA: {e['rationale']} The answer is {e['answer']}." for e in gsm8k_exemplars()[:shots]]
-    return "\n\n".join(blocks + [f"Q: {question}\nA:"])
+    shots_text = [f"Q: {e['question']}\nA: {e['rationale']} The answer is {e['answer']}."
+                  for e in gsm8k_exemplars()[:shots]]
+    return "\n\n".join(shots_text + [f"Q: {question}\nA:"])
 
 
 def build_prompt(

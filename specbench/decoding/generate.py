@@ -8,6 +8,7 @@ from the target's prefill. Accept lengths count the bonus token, so an AR step h
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -16,7 +17,7 @@ from specbench.decoding.acceptance import accept
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 from specbench.drafters.base import Drafter
-from specbench.timing.phases import PhaseTimer
+from specbench.timing.phases import PhaseTimer, synchronize
 
 
 @dataclass
@@ -28,6 +29,8 @@ class Generation:
     draft_depths: list[int] = field(default_factory=list)
     stop_reason: str = "length"
     phase_ms: dict[int, dict[str, float]] = field(default_factory=dict)
+    prefill_s: float = 0.0  # target and drafter prefill, wall clock
+    decode_s: float = 0.0  # the decoding loop after the prefills, wall clock
 
     @property
     def steps(self) -> int:
@@ -38,6 +41,7 @@ class Generation:
         return sum(self.accept_lengths) / self.steps if self.steps else 1.0
 
 
+@torch.inference_mode()
 def generate(
     target: ModelSession,
     drafter: Drafter,
@@ -52,6 +56,8 @@ def generate(
     timer = timer or PhaseTimer(target.device, enabled=False)
     target.reset()
     drafter.reset()
+    synchronize(target.device)
+    t0 = time.perf_counter()
     with timer.phase("target_prefill"):
         logits, hidden = target.extend(prompt)
     with timer.phase("sample"):
@@ -62,6 +68,8 @@ def generate(
         drafter.observe(tokens, hidden, 0)
     if first in stop_ids:
         out.stop_reason = "eos"
+    synchronize(target.device)
+    t1 = time.perf_counter()
     while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
         timer.next_step()
         room = target.runner.max_seq_len - target.length - 1
@@ -83,5 +91,7 @@ def generate(
         out.accept_lengths.append(len(new))
         out.drafted.append(len(draft))
         out.draft_depths.append(max(draft.depths(), default=0))
+    synchronize(target.device)
+    out.prefill_s, out.decode_s = t1 - t0, time.perf_counter() - t1
     out.phase_ms = timer.collect()
     return out

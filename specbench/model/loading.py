@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from specbench.model.config import ModelConfig
-from specbench.model.registry import known_model
+from specbench.model.registry import known_model, shipped_path
 from specbench.model.transformer import Transformer, rope_inv_freq
 
 WEIGHT_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt", "*.jinja"]
@@ -39,7 +39,7 @@ class GroupQuantizer(Protocol):
 
 def resolve_checkpoint(source: str) -> Path:
     """Return a local directory holding ``source``'s config, weights and tokenizer (downloading a hub id)."""
-    path = Path(os.path.expanduser(source))
+    path = shipped_path(source) or Path(os.path.expanduser(source))
     known = known_model(source)
     if known is not None and not path.exists():
         source = known.hub_id
@@ -68,6 +68,8 @@ def load_hf_config(source: str) -> dict:
     known = known_model(source)
     if known is not None and not Path(source).exists():
         return known.shipped_config()
+    if shipped_path(source) is not None:
+        source = str(shipped_path(source))
     return json.loads((resolve_checkpoint(source) / "config.json").read_text())
 
 
@@ -176,7 +178,7 @@ def build_model(
         if quantizer is not None:
             quantizer(model.lm_head, "lm_head.", {}, set())
     model.inv_freq = rope_inv_freq(config).to(device)
-    return model.eval()
+    return model.eval().requires_grad_(False)
 
 
 def load_model(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,19 @@ KNOWN_MODELS = {
         KnownModel("qwen3-8b", "Qwen/Qwen3-8B"),
     )
 }
+
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+SHIPPED = {  # the tiny trained family shipped with the package (see assets/tiny/MODEL_CARD.md)
+    "tiny-target": ASSETS / "tiny" / "target",
+    "tiny-draft": ASSETS / "tiny" / "draft",
+    "tiny-eagle": ASSETS / "tiny" / "eagle",
+}
+
+
+def shipped_path(name: str) -> Path | None:
+    """The folder of a model shipped with specbench, by short name."""
+    return SHIPPED.get(name)
 
 
 def known_model(name_or_hub_id: str) -> KnownModel | None:

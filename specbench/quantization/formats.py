@@ -83,9 +83,9 @@ def read_compressed(t: dict[str, torch.Tensor], scheme: Scheme, weight: torch.Te
     if "weight_packed" in t:
         n, k = (int(v) for v in t["weight_shape"])
         q = unpack_int32(t["weight_packed"], 4, 1)[:, :k]  # unsigned = signed + 8
-        zp = t.get("weight_zero_point")
-        zeros = None if zp is None else unpack_int32(zp, 4, 0)[:n].float()
-        return _canonical(scheme, q, zeros, scale.reshape(n, -1), t.get("weight_g_idx"))
+        scale, zp = scale.reshape(n, -1), t.get("weight_zero_point")
+        zeros = torch.full(scale.shape, 8.0) if zp is None else unpack_int32(zp, 4, 0)[:n].float()
+        return _canonical(scheme, q, zeros, scale, t.get("weight_g_idx"))
     n, k = weight.shape
     scale = scale.float().reshape(-1, 1).expand(n, 1) if scale.numel() == 1 else scale.float().reshape(n, -1)
     if "weight_zero_point" in t and bool(t["weight_zero_point"].ne(0).any()):

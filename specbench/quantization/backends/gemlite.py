@@ -77,4 +77,5 @@ class Gemlite(Backend):
                 ("fp8", "fp8"): "A8W8 fp8 dynamic", ("int4", "int8"): "A8W4 int8 dynamic"}[(qw.scheme.weight, qw.scheme.act)]
         packing = "int32 over K" if qw.scheme.bits == 4 else "8-bit [K, N]"
         cache = _cache_loaded.get(str(qw.device), "none")
-        return {"kernel": f"gemlite {kind} (GEMV/split-K/GEMM by M)", "packing": f"gemlite {packing}, autotune cache {cache}"}
+        return {"kernel": f"gemlite {kind} (GEMV/split-K/GEMM by M)",
+                "packing": f"gemlite {packing}, autotune cache {cache}"}

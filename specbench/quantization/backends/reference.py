@@ -37,4 +37,5 @@ class Reference(Backend):
         return ReferenceKernel(qw)
 
     def describe(self, qw):
-        return {"kernel": "dequantize + fp32 matmul (reference)", "packing": "int8 codes, unpacked"}
+        codes = "fp8 e4m3" if qw.scheme.weight == "fp8" else "int8"
+        return {"kernel": "dequantize + fp32 matmul (reference)", "packing": f"{codes} codes, unpacked"}

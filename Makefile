@@ -1,0 +1,18 @@
+# specbench: install, test, run, rebuild tables and plots.
+PY ?= python
+TORCH_CPU ?= torch==2.13.0
+
+.PHONY: install install-gpu test run tables plots
+
+install:  ## everything, with the CPU build of torch (pip finds it on local disk here; elsewhere use the CPU index)
+	$(PY) -m pip install "$(TORCH_CPU)"
+	$(PY) -m pip install -e ".[test]"
+
+install-gpu:  ## a CUDA machine: torch from your CUDA index first, then the GPU extra (gemlite)
+	$(PY) -m pip install -e ".[test,gpu]"
+
+test:
+	$(PY) -m pytest -q -p no:cacheprovider
+
+run:
+	$(PY) -m specbench

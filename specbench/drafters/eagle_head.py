@@ -1,0 +1,139 @@
+"""An EAGLE-1/2 draft head in its published file layout, and its loader.
+
+Layout (e.g. yuhuili/EAGLE-LLaMA3-Instruct-8B): ``config.json`` (a Llama config with one layer),
+``fc.weight`` [h, 2h] (+ ``fc.bias``) over ``[embed(token_{t+1}); f_t]``, and one Llama decoder layer
+``layers.0.*`` without an input norm. ``f_t`` is the target's final-norm hidden state at position t; the
+head's output goes straight into the target's LM head and is the feature for the next draft step.
+
+Heads made for rotated targets (SpecMQuant's ``…-on-W4A16-Rot`` / ``…-on-W4A8-QQQ``) add
+``rms_norm_rotation.weight`` [h, h], applied to the target's (rotated) features before ``fc``, and ship
+their own ``lm_head.weight`` (and possibly ``embed_tokens.weight``) in the unrotated basis.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from specbench.model.config import ModelConfig
+from specbench.model.kv_cache import StaticKVCache
+from specbench.model.loading import ModelSourceError, resolve_checkpoint
+from specbench.model.transformer import DecoderLayer, Transformer, rope_inv_freq
+
+
+class EagleHeadError(ValueError):
+    """An EAGLE head that does not fit its target."""
+
+
+class EagleHead(nn.Module):
+    """EAGLE head bound to a target; ``forward`` follows the native model's signature plus ``features``."""
+
+    def __init__(self, config: ModelConfig, target: Transformer, *, bias: bool = True, rotated: bool = False):
+        super().__init__()
+        self.config = config
+        h = config.hidden_size
+        self.fc = nn.Linear(2 * h, h, bias=bias)
+        self.layers = nn.ModuleList([DecoderLayer(config, 0)])
+        self.layers[0].input_layernorm = nn.Identity()
+        self.rms_norm_rotation = nn.Linear(h, h, bias=False) if rotated else None
+        self.rotated = rotated
+        # The target's embeddings and LM head unless the head ships its own (rotated heads do).
+        self.embed_tokens = target.model.embed_tokens
+        self.lm_head = target.lm_head
+        self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
+        self.cache: StaticKVCache | None = None
+
+    def setup_cache(self, max_seq_len: int) -> StaticKVCache:
+        c, w = self.config, self.fc.weight
+        self.cache = StaticKVCache(1, c.num_key_value_heads, c.head_dim, max_seq_len, w.dtype, w.device)
+        return self.cache
+
+    def forward(self, input_ids, positions, slots, mask, layers=None, *, features):
+        """``features`` [1, n, h] are target features (or the head's own outputs inside a draft tree)."""
+        if self.rms_norm_rotation is not None:
+            features = self.rms_norm_rotation(features)
+        x = self.fc(torch.cat([self.embed_tokens(input_ids), features.to(self.fc.weight.dtype)], dim=-1))
+        angles = positions.float()[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        return self.layers[0](x, cos, sin, self.cache, slots, mask)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.lm_head(hidden).float()
+
+
+def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+    files = sorted(directory.glob("*.safetensors"))
+    if files:
+        from safetensors.torch import load_file
+
+        out = {}
+        for f in files:
+            out.update(load_file(f))
+        return out
+    bins = sorted(directory.glob("*.bin"))
+    if not bins:
+        raise ModelSourceError(f"{directory} holds no EAGLE weights (*.safetensors or pytorch_model.bin)")
+    out = {}
+    for f in bins:
+        out.update(torch.load(f, map_location="cpu", weights_only=True))
+    return out
+
+
+def load_eagle_head(source: str, target: Transformer, *, target_rotated: bool = False) -> EagleHead:
+    """Load a head from a hub id or folder and check that it fits ``target``."""
+    directory = resolve_checkpoint(source)
+    raw = json.loads((directory / "config.json").read_text())
+    raw.setdefault("model_type", "llama")
+    config = ModelConfig.from_hf(raw, num_hidden_layers=1)
+    weights = {k.removeprefix("model."): v for k, v in _read_weights(directory).items()}
+    rotated = "rms_norm_rotation.weight" in weights
+    t = target.config
+    fc = weights.get("fc.weight")
+    if fc is None or tuple(fc.shape) != (t.hidden_size, 2 * t.hidden_size) or config.hidden_size != t.hidden_size:
+        raise EagleHeadError(
+            f"EAGLE head {source} has fc.weight {None if fc is None else tuple(fc.shape)}; the target's hidden "
+            f"size {t.hidden_size} needs ({t.hidden_size}, {2 * t.hidden_size}): this head was trained for another model"
+        )
+    if config.vocab_size != t.vocab_size:
+        raise EagleHeadError(f"EAGLE head {source} has vocab {config.vocab_size}, the target {t.vocab_size}")
+    if rotated != target_rotated:
+        need = "a head trained on the rotated model (…-on-W4A16-Rot / …-on-W4A8-QQQ)" if target_rotated else "a plain head"
+        raise EagleHeadError(
+            f"the target is {'rotated' if target_rotated else 'not rotated'} but head {source} is "
+            f"{'rotated' if rotated else 'plain'}: its features would not match; use {need}"
+        )
+    dtype, device = target.lm_head.weight.dtype, target.lm_head.weight.device
+    head = EagleHead(config, target, bias="fc.bias" in weights, rotated=rotated)
+    if "lm_head.weight" in weights:
+        head.lm_head = nn.Linear(t.hidden_size, t.vocab_size, bias=False)
+    if "embed_tokens.weight" in weights and rotated:
+        head.embed_tokens = nn.Embedding(t.vocab_size, t.hidden_size)
+    own = {k: v for k, v in weights.items() if k.startswith(("fc.", "layers.0.", "rms_norm_rotation."))}
+    if rotated:
+        own.update({k: v for k, v in weights.items() if k.startswith(("lm_head.", "embed_tokens."))})
+    missing, unexpected = head.load_state_dict(own, strict=False)
+    missing = [k for k in missing if k.startswith(("fc.", "layers.0.", "rms_norm_rotation."))]
+    if missing or unexpected:
+        raise EagleHeadError(f"EAGLE head {source}: missing {missing}, unexpected {unexpected}")
+    head = head.to(device=device, dtype=dtype).eval().requires_grad_(False)
+    head.inv_freq = rope_inv_freq(config).to(device)
+    return head
+
+
+def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
+    """A head shaped for ``target`` with random weights: real drafting cost, meaningless acceptance."""
+    weight = target.lm_head.weight
+    head = EagleHead(target.config.replace(num_hidden_layers=1), target, rotated=False)
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, param in head.named_parameters():
+            if name.startswith(("fc.", "layers.")):
+                param.copy_(torch.ones_like(param) if param.dim() == 1 and "norm" in name
+                            else 0.02 * torch.randn(param.shape, generator=generator))
+    head = head.to(device=weight.device, dtype=weight.dtype).eval().requires_grad_(False)
+    head.inv_freq = rope_inv_freq(head.config).to(weight.device)
+    return head

@@ -1,0 +1,75 @@
+"""HierSpec: EAGLE-2 drafts for an intermediate model, whose accepted tokens form the target's draft.
+
+Each round the EAGLE head drafts a tree (``inner_depth`` passes) for the intermediate model (e.g. W4A16
+Llama-3-8B), which verifies it and commits a path plus its bonus token; rounds repeat until the sequence
+holds at least ``min_draft`` tokens, and the target verifies that sequence in one forward. At T > 0 the
+intermediate's committed tokens are samples of its own distribution, which is recorded as the draft
+distribution for the target's rejection sampling. The intermediate's prefill is timed as drafter prefill.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specbench.decoding.acceptance import accept
+from specbench.decoding.draft import Draft
+from specbench.decoding.session import ModelSession
+from specbench.drafters.base import DraftContext, Drafter, register
+from specbench.drafters.draft_model import check_same_vocab
+from specbench.drafters.eagle import EagleDrafter
+from specbench.drafters.eagle_head import EagleHead
+
+
+@register("hierspec")
+class HierSpecDrafter(Drafter):
+    def __init__(self, ctx: DraftContext, session: ModelSession, head: EagleHead, min_draft: int = 6,
+                 inner_depth: int = 3, inner_tree_size: int = 30, topk: int = 10):
+        super().__init__(ctx)
+        check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size, "intermediate model")
+        if min_draft < 1:
+            raise ValueError("hierspec.min_draft must be >= 1")
+        self.session, self.min_draft = session, min_draft
+        self.inner = EagleDrafter(DraftContext(session, ctx.sampling, ctx.generator), head, topk, inner_depth,
+                                  inner_tree_size)
+
+    def reset(self):
+        self.session.reset()
+        self.inner.reset()
+
+    def observe(self, tokens, hidden, start):
+        if start == 0:  # prefill the intermediate model and the head on the prompt
+            self.reset()
+            _, features = self.session.extend(tokens[:-1])
+            self.inner.observe(tokens, features, 0)
+
+    def _sync(self, tokens: list[int]) -> None:
+        """Roll the intermediate back to the committed prefix and feed what it has not seen."""
+        valid = max(0, min(self.session.common_prefix(tokens), len(tokens) - 1) - 1)
+        self.session.truncate(valid)
+        _, features = self.session.extend(tokens[valid:-1])
+        self.inner.observe(tokens, features, valid)
+
+    def propose(self, tokens, room):
+        self._sync(tokens)
+        sampling, generator = self.ctx.sampling, self.ctx.generator
+        seq: list[int] = []
+        probs: list[torch.Tensor] = []
+        while len(seq) < min(self.min_draft, room):
+            context = tokens + seq
+            tree = self.inner.propose(context, self.session.runner.max_seq_len - self.session.length - 1)
+            logits, hidden = self.session.verify(context[-1], tree)
+            start = self.session.length
+            result = accept(tree, logits, sampling, generator)
+            self.session.commit(result.nodes)
+            rows = [0] + [i + 1 for i in result.nodes]
+            self.inner.observe(context + result.tokens, hidden[rows], start)
+            if not sampling.greedy:
+                probs.append(sampling.probs(logits[rows]))
+            seq += result.tokens
+        seq = seq[:room]
+        return Draft.chain(seq, torch.cat(probs)[: len(seq)] if probs else None)
+
+    def describe(self):
+        inner = self.inner.describe()
+        return {"drafter": self.name, "hierspec_min_draft": self.min_draft, "hierspec_inner_depth": inner["eagle_depth"],
+                "hierspec_inner_tree_size": inner["eagle_tree_size"], "eagle_topk": inner["eagle_topk"]}

@@ -1,0 +1,49 @@
+"""``QuantLinear``: a canonical quantized weight packed for one kernel backend, in place of an ``nn.Linear``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+from torch import nn
+
+from specbench.quantization.backends import build_kernel, get_backend
+from specbench.quantization.qweight import QuantizedWeight
+
+
+class QuantLinear(nn.Module):
+    def __init__(self, qw: QuantizedWeight, bias: torch.Tensor | None, backend: str, dtype: torch.dtype):
+        super().__init__()
+        impl = get_backend(backend, qw.scheme.name)
+        self.out_features, self.in_features = qw.shape
+        self.kernel = build_kernel(impl, replace(qw, perm=None), dtype)
+        self.register_buffer("perm", qw.perm)
+        self.bias = None if bias is None else nn.Parameter(bias.detach().to(dtype), requires_grad=False)
+        self.info = {"scheme": qw.scheme.name, "backend": backend, **impl.describe(qw), "group_size": qw.group_size,
+                     "zero_point": qw.zeros is not None, "act_order": qw.perm is not None}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        lead = x.shape[:-1]
+        x = x.reshape(-1, self.in_features)
+        if self.perm is not None:
+            x = x.index_select(1, self.perm)
+        y = self.kernel(x)
+        if self.bias is not None:
+            y = y + self.bias
+        return y.reshape(*lead, self.out_features)
+
+    def extra_repr(self) -> str:
+        info = self.info
+        return f"in_features={self.in_features}, out_features={self.out_features}, {info['scheme']} on {info['backend']}"
+
+
+def swap_linear(root: nn.Module, name: str, new: QuantLinear) -> None:
+    """Put ``new`` at ``root.<name>``; for ``name == ""`` (the group is the linear itself, e.g. the LM head)
+    the linear keeps its place, forwards through ``new`` and drops its own weight reference."""
+    if name:
+        parent, _, attr = name.rpartition(".")
+        setattr(root.get_submodule(parent), attr, new)
+        return
+    root.quant = new
+    root.forward = new.forward
+    root.weight = nn.Parameter(torch.empty(0, device=root.weight.device), requires_grad=False)

@@ -1,0 +1,104 @@
+"""Typed run configuration: the schemas of the Hydra config groups (``conf/``), registered in the ConfigStore."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+
+@dataclass
+class ModelConf:
+    source: str = MISSING  # short name (see specbench.model.registry), hub id or local folder
+    shape_only: bool = False  # random weights from the config: real timings, meaningless acceptance
+    tokenizer: Optional[str] = None  # defaults to ``source``
+    overrides: dict = field(default_factory=dict)  # ModelConfig fields, e.g. {num_hidden_layers: 2}
+
+
+@dataclass
+class QuantConf:
+    scheme: str = "none"  # none | auto (from the checkpoint) | fp16 | bf16 | w8a8_int8 | w8a8_fp8 | w4a16 | w4a8
+    backend: str = "reference"  # reference | torch | gemlite | marlin
+    rotated: bool = False  # rotation folded into the weights (SpecMQuant -Rot / QQQ checkpoints)
+    group_size: Optional[int] = None
+    symmetric: Optional[bool] = None
+    quantize_lm_head: bool = False
+
+
+@dataclass
+class DatasetConf:
+    name: str = "specbench_mini"
+    path: Optional[str] = None
+    categories: Optional[list] = None
+    question_begin: Optional[int] = None
+    question_end: Optional[int] = None
+    max_new_tokens: Optional[int] = None  # None: the dataset's default
+    max_turns: Optional[int] = None
+    system_prompt: Optional[str] = None  # preset name (llama2) or literal text
+    enable_thinking: Optional[bool] = None  # Qwen3 thinking mode
+    ignore_eos: bool = False
+
+
+@dataclass
+class TimingConf:
+    warmup: int = 3  # warm-up generations (on the first question) before anything is recorded
+    repeats: int = 1
+    cuda_graphs: bool = True
+    phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
+    acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
+    replay_tau: Optional[float] = None
+    replay_trace: Optional[list] = None
+
+
+@dataclass
+class RuntimeConf:
+    device: str = "cpu"
+    dtype: str = "float32"
+    seed: int = 0
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_seq_len: int = 2048
+
+
+@dataclass
+class OutputConf:
+    root: str = "results/runs"
+    name: str = "default"  # experiment name: results go to root/name/<config hash>/
+    resume: bool = True
+    progress: bool = True
+
+
+def register_schemas() -> None:
+    cs = ConfigStore.instance()
+    for group, node in (("model", ModelConf), ("quant", QuantConf), ("dataset", DatasetConf),
+                        ("timing", TimingConf), ("runtime", RuntimeConf), ("output", OutputConf)):
+        cs.store(group=group, name=f"{group}_schema", node=node)
+
+
+def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
+    """``{"model.source": ..., "drafter.name": ...}``; lists and dicts at the leaves become JSON text."""
+    data = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else cfg
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        elif isinstance(value, (list, dict)):
+            out[name] = json.dumps(value, sort_keys=True)
+        else:
+            out[name] = value
+    return out
+
+
+IDENTITY_EXCLUDES = ("output.", "hydra.")
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """A short hash of everything that defines the measurement (output settings excluded)."""
+    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith(IDENTITY_EXCLUDES)}
+    return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -1,0 +1,59 @@
+"""The environment recorded with every result: GPU, driver, library versions, git commit, host."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import platform
+import socket
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+
+def _version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _git_sha() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@lru_cache(maxsize=None)
+def environment(device: str) -> dict:
+    cuda = torch.device(device).type == "cuda"
+    return {
+        "env.gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None,
+        "env.gpu_count": torch.cuda.device_count() if cuda else 0,
+        "env.driver": _driver() if cuda else None,
+        "env.cuda": torch.version.cuda,
+        "env.torch": torch.__version__,
+        "env.transformers": _version("transformers"),
+        "env.triton": _version("triton"),
+        "env.gemlite": _version("gemlite"),
+        "env.specbench": _version("specbench"),
+        "env.python": platform.python_version(),
+        "env.git_sha": _git_sha(),
+        "env.host": socket.gethostname(),
+        "env.cpu": platform.processor() or platform.machine(),
+        "env.date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }

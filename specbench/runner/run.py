@@ -1,0 +1,140 @@
+"""One run: a target, a method (drafter), a prompt set; rows to parquet, a summary to the terminal.
+
+A job runs its ``drafter`` and, with ``baseline: true``, the autoregressive baseline and any drafters named
+in ``compare`` against the same loaded target, so speedups come from one process on one GPU. Each method has
+its own run folder ``output.root/output.name/<config hash>/`` (the hash covers everything that defines the
+measurement), so reruns resume and a baseline already measured is reused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from specbench.datasets import build_prompt, get_dataset, load_questions, stop_token_ids
+from specbench.decoding.generate import Generation, generate
+from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
+from specbench.runner.config import config_hash, flatten
+from specbench.runner.environment import environment
+from specbench.runner.metrics import generation_row, step_rows
+from specbench.runner.store import ResultStore
+from specbench.timing.phases import PhaseTimer
+
+log = logging.getLogger("specbench")
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+def method_configs(cfg: DictConfig) -> list[DictConfig]:
+    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``."""
+    drafters = []
+    if cfg.get("baseline", False) and cfg.drafter.name != "none":
+        drafters.append(OmegaConf.load(CONF_DIR / "drafter" / "none.yaml"))
+    drafters.append(cfg.drafter)
+    for name in cfg.get("compare") or []:
+        drafters.append(OmegaConf.load(CONF_DIR / "drafter" / f"{name}.yaml"))
+    out = []
+    for drafter in drafters:
+        one = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("drafter", "compare", "baseline")])
+        one.drafter = drafter
+        out.append(one)
+    return out
+
+
+def run_dir(cfg: DictConfig) -> Path:
+    return Path(cfg.output.root) / cfg.output.name / config_hash(cfg)
+
+
+def run(cfg: DictConfig) -> list[Path]:
+    """Measure every method of ``cfg``; return their run folders."""
+    torch.manual_seed(cfg.runtime.seed)
+    target = build_model(cfg.model, cfg.quant, cfg.runtime)
+    tokenizer = load_tokenizer(cfg.model)
+    session = session_for(target, cfg)
+    spec = get_dataset(cfg.dataset.name)
+    questions = load_questions(cfg.dataset.name, path=cfg.dataset.path, categories=cfg.dataset.categories,
+                               question_begin=cfg.dataset.question_begin, question_end=cfg.dataset.question_end)
+    if not questions:
+        raise ValueError(f"dataset {cfg.dataset.name} with these filters has no questions")
+    folders = []
+    for method in method_configs(cfg):
+        folder = run_dir(method)
+        folder.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(method, folder / "config.yaml")
+        (folder / "env.json").write_text(json.dumps(environment(cfg.runtime.device), indent=2))
+        run_method(method, session, tokenizer, spec, questions, ResultStore(folder))
+        folders.append(folder)
+    return folders
+
+
+def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> None:
+    generator = torch.Generator(device=cfg.runtime.device)
+    drafter = make_drafter(cfg.drafter, session, cfg, generator)
+    sampling = sampling_params(cfg.runtime)
+    max_new = cfg.dataset.max_new_tokens or spec.max_new_tokens
+    identity = {**flatten(cfg), "config_hash": config_hash(cfg), **environment(cfg.runtime.device),
+                **drafter.describe(), "weights": "shape_only" if cfg.model.shape_only else "real",
+                "acceptance_source": cfg.timing.acceptance}
+
+    def prompt_for(question, turn, answers):
+        return build_prompt(tokenizer, question, turn, answers, style=spec.prompt_style,
+                            system_prompt=cfg.dataset.system_prompt, enable_thinking=cfg.dataset.enable_thinking)
+
+    def one(question, turn, answers, seed) -> tuple[object, Generation]:
+        prompt = prompt_for(question, turn, answers)
+        stops = frozenset() if cfg.dataset.ignore_eos else frozenset(prompt.stop_token_ids)
+        generator.manual_seed(seed)
+        timer = PhaseTimer(cfg.runtime.device, enabled=cfg.timing.phase_events)
+        return prompt, generate(session, drafter, prompt.input_ids, max_new_tokens=max_new, sampling=sampling,
+                                stop_ids=stops, generator=generator, timer=timer)
+
+    for i in range(cfg.timing.warmup):
+        one(questions[0], 0, [], cfg.runtime.seed + i)
+    todo = [(r, q) for r in range(cfg.timing.repeats) for q in questions
+            if not (cfg.output.resume and store.is_done(q.question_id, r))]
+    progress = _progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
+    for repeat, question in todo:
+        rows, steps, answers = [], [], []
+        turns = question.turns[: cfg.dataset.max_turns or None]
+        for turn in range(len(turns)):
+            seed = cfg.runtime.seed * 1_000_003 + repeat * 10_007 + turn
+            prompt, gen = one(question, turn, answers, seed)
+            answers.append(tokenizer.decode(gen.tokens, skip_special_tokens=True))
+            key = {"question_id": question.question_id, "category": question.category, "turn": turn,
+                   "repeat": repeat, "seed": seed}
+            rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1]})
+            steps += [{"config_hash": identity["config_hash"], **key, **s} for s in step_rows(gen)]
+            progress.update(gen)
+        store.add(rows, steps)
+        progress.advance()
+    progress.close()
+
+
+class _progress:
+    """A tqdm bar with live tokens/s (prefill excluded), or nothing."""
+
+    def __init__(self, total: int, enabled: bool, label: str):
+        self.bar = None
+        self.tokens, self.seconds = 0, 0.0
+        if enabled and total:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=total, desc=label, unit="q")
+
+    def update(self, gen: Generation) -> None:
+        if self.bar is None:
+            return
+        self.tokens += len(gen.tokens)
+        self.seconds += gen.decode_s
+        self.bar.set_postfix(tok_s=f"{self.tokens / max(self.seconds, 1e-9):.1f}", tau=f"{gen.tau:.2f}")
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

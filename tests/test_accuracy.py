@@ -1,0 +1,88 @@
+"""GSM8K exact match, code sanitizing, and HumanEval pass@1 through the sandbox."""
+
+from __future__ import annotations
+
+import pytest
+
+from specbench.datasets.questions import Question
+from specbench.datasets.sandbox import CodeExecutionNotAllowed, run_program
+from specbench.datasets.scoring import (
+    extract_code, extract_gsm8k_answer, gsm8k_accuracy, gsm8k_correct, humaneval_pass_at_1, normalize_number,
+)
+
+ADD = Question(
+    "HumanEval/x", "humaneval", ['from typing import List\n\n\ndef add(xs: List[int]) -> int:\n    """Sum xs."""\n'],
+    reference=["    return sum(xs)\n"], entry_point="add",
+    test="def check(candidate):\n    assert candidate([1, 2, 3]) == 6\n    assert candidate([]) == 0\n",
+)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("She has 3 + 4 = 7 apples. The answer is 7.", "7"),
+    ("The answer is $1,234.", "1234"),
+    ("Total 18.00 dollars. The answer is: 18.00", "18"),
+    ("so 5 - 8 = -3. The answer is -3.\n\nQ: Bob has 10 cats. A: 10 + 2 = 12. The answer is 12.", "-3"),
+    ("First 12, then 40, so 52 in total.", "52"),
+    ("No numbers here.", None),
+])
+def test_gsm8k_extraction(text, expected):
+    assert extract_gsm8k_answer(text) == expected
+
+
+def test_normalize_number():
+    assert [normalize_number(t) for t in ("1,000.", " $42 ", "2.50", "0.144", "abc")] == \
+        ["1000", "42", "2.5", "0.144", None]
+
+
+def test_gsm8k_correct_and_accuracy():
+    qs = [Question(0, "gsm8k", ["q"], answer="1000"), Question(1, "gsm8k", ["q"], answer="6")]
+    assert gsm8k_correct("... The answer is 1,000.", "#### 1000")
+    assert not gsm8k_correct("The answer is 999.", "#### 1000")
+    assert gsm8k_accuracy(["The answer is 1,000.", "The answer is 7."], qs) == 0.5
+    assert gsm8k_accuracy(["The answer is 1000.", "3 + 3 = 6"], qs) == 1.0
+    with pytest.raises(ValueError, match="1 predictions for 2 questions"):
+        gsm8k_accuracy(["x"], qs)
+
+
+def test_extract_code_from_markdown_answers():
+    fenced = "Sure!\n```python\nimport math\n\ndef add(xs):\n    return sum(xs)\n```\nDone."
+    assert extract_code(fenced, "add") == "import math\n\ndef add(xs):\n    return sum(xs)"
+    two = "```\nprint('demo')\n```\nand\n```py\ndef add(xs):\n    return 0\n```"
+    assert extract_code(two, "add") == "def add(xs):\n    return 0"
+    after_prefill = "def add(xs):\n    return sum(xs)\n```\n\nThis uses ```sum```."
+    assert extract_code(after_prefill, "add") == "def add(xs):\n    return sum(xs)\n"
+    assert extract_code("def add(xs):\n    return 1\n", "add") == "def add(xs):\n    return 1\n"
+
+
+def test_code_execution_needs_opt_in():
+    with pytest.raises(CodeExecutionNotAllowed, match="allow_code_execution=True"):
+        humaneval_pass_at_1(["    return sum(xs)\n"], [ADD])
+
+
+def test_humaneval_pass_fail_timeout_forbidden():
+    answers = [
+        "    return sum(xs)\n",  # continuation of the prompt (the canonical style)
+        "```python\ndef add(xs: List[int]) -> int:\n    return sum(xs)\n```",  # evalplus style, imports from prompt
+        "    return 0\n",  # wrong
+        "    while True:\n        pass\n",  # never ends
+        "    import socket\n    socket.create_connection(('example.com', 80))\n    return sum(xs)\n",
+        "    import os\n    os.system('echo pwned')\n    return sum(xs)\n",
+        "    try:\n        import subprocess\n        subprocess.run(['true'])\n    except Exception:\n        pass\n"
+        "    return sum(xs)\n",  # forbidden even when the program swallows the error
+    ]
+    score, results = humaneval_pass_at_1(answers, [ADD] * len(answers), allow_code_execution=True, timeout=1.0,
+                                         workers=2)
+    assert [r.status for r in results] == ["passed", "passed", "failed", "timeout", "forbidden", "forbidden",
+                                           "forbidden"]
+    assert score == pytest.approx(2 / 7)
+    assert "AssertionError" in results[2].detail
+    assert "socket" in results[4].detail and "os.system" in results[5].detail
+
+
+def test_sandbox_limits_files_and_memory():
+    outside = run_program("open('/tmp/specbench-sandbox-escape.txt', 'w').write('x')\n")
+    assert outside.status == "forbidden"
+    inside = run_program("open('ok.txt', 'w').write('x')\nassert open('ok.txt').read() == 'x'\n")
+    assert inside.status == "passed"
+    hog = run_program("blob = bytearray(2 * 1024 ** 3)\n", memory_mb=512)
+    assert hog.status == "failed" and "MemoryError" in hog.detail

@@ -1,0 +1,83 @@
+"""Greedy speculative decoding reproduces the target's greedy output token for token, for every drafter."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specbench.decoding.generate import generate
+from tests.drafter_stack import DRAFTERS, Stack
+
+N_PROMPTS = 20
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    return Stack(tmp_path_factory.mktemp("stack"), num_hidden_layers=4)
+
+
+def prompts():
+    g = torch.Generator().manual_seed(0)
+    out = []
+    for i in range(N_PROMPTS):
+        n = 4 + i % 9
+        out.append(torch.randint(3, 96, (n,), generator=g).tolist())
+    return out
+
+
+def multi_turn(stack, first_turn, second_user):
+    """A two-turn prompt: turn one, the target's own greedy answer to it, then the second user message."""
+    answer = generate(stack.session, stack.drafter("none"), first_turn, max_new_tokens=12).tokens
+    return first_turn + answer + second_user
+
+
+def test_ar_matches_transformers_generate(stack):
+    for prompt in prompts()[:5]:
+        ids = torch.tensor([prompt])
+        ref = stack.hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
+                                eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
+        assert generate(stack.session, stack.drafter("none"), prompt, max_new_tokens=24).tokens == ref
+
+
+@pytest.mark.parametrize("name", DRAFTERS)
+@pytest.mark.parametrize("strong", [False, True])
+def test_greedy_sd_equals_greedy_ar(stack, name, strong):
+    cases = prompts()
+    cases += [multi_turn(stack, cases[0], [5, 6, 7]), multi_turn(stack, cases[1], [9, 9])]
+    accepted_any = 0
+    for prompt in cases:
+        ar = generate(stack.session, stack.drafter("none"), prompt, max_new_tokens=32)
+        sd = generate(stack.session, stack.drafter(name, strong=strong), prompt, max_new_tokens=32)
+        assert sd.tokens == ar.tokens, f"{name} diverged on prompt {prompt}"
+        assert sd.tau >= 1 and sd.steps == len(sd.tokens) - 1 if sd.tau == 1 else sd.tau >= 1
+        assert sum(sd.accept_lengths) == len(sd.tokens) - 1
+        accepted_any += sum(sd.accept_lengths) - sd.steps
+    if strong or name == "ngram":
+        assert accepted_any > 0, f"{name} never had a draft token accepted: the test would prove nothing"
+
+
+@pytest.mark.parametrize("name", DRAFTERS)
+def test_eos_inside_an_accepted_draft_stops_exactly_there(stack, name):
+    prompt = prompts()[3]
+    ar = generate(stack.session, stack.drafter("none"), prompt, max_new_tokens=40)
+    sd_free = generate(stack.session, stack.drafter(name, strong=True), prompt, max_new_tokens=40)
+    # choose as EOS a token that SD commits in the middle of a multi-token step
+    position, boundary = None, 1
+    for length in sd_free.accept_lengths:
+        if length >= 3 and position is None:
+            position = boundary + 1
+        boundary += length
+    if position is None:
+        pytest.skip(f"{name} accepted no run of 3 tokens on this prompt")
+    eos = sd_free.tokens[position]
+    first = sd_free.tokens.index(eos)
+    ar = generate(stack.session, stack.drafter("none"), prompt, max_new_tokens=40, stop_ids=frozenset({eos}))
+    sd = generate(stack.session, stack.drafter(name, strong=True), prompt, max_new_tokens=40,
+                  stop_ids=frozenset({eos}))
+    assert sd.tokens == ar.tokens == sd_free.tokens[: first + 1]
+    assert sd.stop_reason == "eos"
+
+
+def test_counters_ar_is_exactly_one(stack):
+    ar = generate(stack.session, stack.drafter("none"), prompts()[0], max_new_tokens=16)
+    assert ar.tau == 1.0 and ar.steps == 15 and ar.drafted == [0] * 15

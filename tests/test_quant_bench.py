@@ -1,0 +1,25 @@
+"""The quantized-linear benchmark runs end to end on CPU in --smoke mode and writes its tables."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from benchmarks.bench_quant_linear import VARIANTS, main
+
+
+def test_bench_smoke_writes_json_and_markdown(tmp_path):
+    threads = torch.get_num_threads()
+    try:
+        result = main(["--smoke", "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(threads)
+    saved = json.loads((tmp_path / "quant_linear.json").read_text())
+    assert saved["Ms"] == [1, 2, 4, 8] and not saved["skipped"]
+    assert len(saved["agreement"]) == len(VARIANTS) and all(a["ok"] for a in saved["agreement"])
+    rows = [r for r in saved["rows"] if r["backend"] == "reference"]
+    assert len(rows) == 4 * len(VARIANTS) and all(r["stack_ms"] > 0 for r in rows)
+    assert all(r["ratio_to_M1"] == 1.0 and r["bandwidth_vs_copy"] > 0 for r in saved["rows"] if r["M"] == 1)
+    table = (tmp_path / "quant_linear.md").read_text()
+    assert "| smoke | w4a16 g128 | reference |" in table and result["device"] == "cpu"
