@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specbench.decoding.acceptance import accept
+from typing import Callable
+
+from specbench.decoding.acceptance import Acceptance, accept
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 from specbench.drafters.base import Drafter
@@ -52,7 +54,9 @@ def generate(
     stop_ids: frozenset[int] = frozenset(),
     generator: torch.Generator | None = None,
     timer: PhaseTimer | None = None,
+    acceptor: Callable[..., Acceptance] = accept,
 ) -> Generation:
+    """Generate up to ``max_new_tokens`` after ``prompt``; ``acceptor`` replaces the acceptance rule (replay)."""
     timer = timer or PhaseTimer(target.device, enabled=False)
     target.reset()
     drafter.reset()
@@ -78,7 +82,7 @@ def generate(
         with timer.phase("verify"):
             logits, hidden = target.verify(tokens[-1], draft)
         with timer.phase("accept"):
-            result = accept(draft, logits, sampling, generator)
+            result = acceptor(draft, logits, sampling, generator)
             start = target.length
             target.commit(result.nodes)
             new = result.tokens[: max_new_tokens - len(out.tokens)]

@@ -8,6 +8,7 @@ from typing import Callable
 
 import torch
 
+from specbench.decoding.acceptance import accept
 from specbench.decoding.draft import Draft
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
@@ -20,6 +21,7 @@ class DraftContext:
     target: ModelSession
     sampling: SamplingParams
     generator: torch.Generator | None = None
+    acceptor: Callable = accept  # how a drafter that verifies internally (HierSpec) accepts its own drafts
 
 
 class Drafter(ABC):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from specbench.decoding.acceptance import accept
 from specbench.decoding.draft import Draft
 from specbench.decoding.session import ModelSession
 from specbench.drafters.base import DraftContext, Drafter, register
@@ -59,7 +58,7 @@ class HierSpecDrafter(Drafter):
             tree = self.inner.propose(context, self.session.runner.max_seq_len - self.session.length - 1)
             logits, hidden = self.session.verify(context[-1], tree)
             start = self.session.length
-            result = accept(tree, logits, sampling, generator)
+            result = self.ctx.acceptor(tree, logits, sampling, generator)
             self.session.commit(result.nodes)
             rows = [0] + [i + 1 for i in result.nodes]
             self.inner.observe(context + result.tokens, hidden[rows], start)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from specbench.decoding.acceptance import accept
 from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
@@ -69,9 +70,10 @@ def _head(drafter_cfg: DictConfig, model: Transformer, seed: int):
     return load_eagle_head(drafter_cfg.head, model, target_rotated=model.rotated)
 
 
-def make_drafter(drafter_cfg: DictConfig, target: ModelSession, cfg: DictConfig, generator: torch.Generator):
+def make_drafter(drafter_cfg: DictConfig, target: ModelSession, cfg: DictConfig, generator: torch.Generator,
+                 acceptor=accept):
     """Build the drafter ``drafter_cfg`` (a node of conf/drafter/) against ``target``."""
-    ctx = DraftContext(target, sampling_params(cfg.runtime), generator)
+    ctx = DraftContext(target, sampling_params(cfg.runtime), generator, acceptor)
     settings = {k: v for k, v in OmegaConf.to_container(drafter_cfg, resolve=True).items()
                 if k not in ("name", "model", "quant", "head", "label")}
     name = drafter_cfg.name

@@ -41,6 +41,8 @@ class DatasetConf:
     system_prompt: Optional[str] = None  # preset name (llama2) or literal text
     enable_thinking: Optional[bool] = None  # Qwen3 thinking mode
     ignore_eos: bool = False
+    synthetic_prompt_tokens: int = 128  # name=synthetic: random-token prompts, no tokenizer (shape-only timing)
+    synthetic_questions: int = 8
 
 
 @dataclass
@@ -52,6 +54,7 @@ class TimingConf:
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
     replay_tau: Optional[float] = None
     replay_trace: Optional[list] = None
+    replay_inner_tau: Optional[float] = None  # HierSpec: the intermediate's own accept length
 
 
 @dataclass

@@ -15,8 +15,11 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from specbench.datasets import build_prompt, get_dataset, load_questions, stop_token_ids
+from specbench.datasets import Question, build_prompt, get_dataset, load_questions
+from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.quantization import describe
 from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
 from specbench.runner.config import config_hash, flatten
 from specbench.runner.environment import environment
@@ -52,11 +55,14 @@ def run(cfg: DictConfig) -> list[Path]:
     """Measure every method of ``cfg``; return their run folders."""
     torch.manual_seed(cfg.runtime.seed)
     target = build_model(cfg.model, cfg.quant, cfg.runtime)
-    tokenizer = load_tokenizer(cfg.model)
     session = session_for(target, cfg)
-    spec = get_dataset(cfg.dataset.name)
-    questions = load_questions(cfg.dataset.name, path=cfg.dataset.path, categories=cfg.dataset.categories,
-                               question_begin=cfg.dataset.question_begin, question_end=cfg.dataset.question_end)
+    if cfg.dataset.name == "synthetic":
+        tokenizer, spec, questions = None, None, synthetic_questions(cfg.dataset, target.config.vocab_size)
+    else:
+        tokenizer = load_tokenizer(cfg.model)
+        spec = get_dataset(cfg.dataset.name)
+        questions = load_questions(cfg.dataset.name, path=cfg.dataset.path, categories=cfg.dataset.categories,
+                                   question_begin=cfg.dataset.question_begin, question_end=cfg.dataset.question_end)
     if not questions:
         raise ValueError(f"dataset {cfg.dataset.name} with these filters has no questions")
     folders = []
@@ -70,26 +76,48 @@ def run(cfg: DictConfig) -> list[Path]:
     return folders
 
 
+def synthetic_questions(dataset, vocab_size: int) -> list[Question]:
+    """Random-token prompts of a fixed length, for shape-only timing runs that have no tokenizer."""
+    g = torch.Generator().manual_seed(0)
+    return [Question(i, "synthetic", [torch.randint(0, vocab_size, (dataset.synthetic_prompt_tokens,),
+                                                    generator=g).tolist()]) for i in range(dataset.synthetic_questions)]
+
+
+def acceptors(timing) -> tuple:
+    """(outer, inner) acceptance rules: the real ones, or replayed patterns for timing-only runs."""
+    if timing.acceptance == "real":
+        return accept, accept
+    if timing.acceptance != "replay":
+        raise ValueError(f"timing.acceptance must be 'real' or 'replay', not {timing.acceptance!r}")
+    inner = ReplayAcceptance(tau=timing.replay_inner_tau) if timing.replay_inner_tau else accept
+    return ReplayAcceptance(timing.replay_tau, timing.replay_trace), inner
+
+
 def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> None:
     generator = torch.Generator(device=cfg.runtime.device)
-    drafter = make_drafter(cfg.drafter, session, cfg, generator)
+    outer, inner = acceptors(cfg.timing)
+    drafter = make_drafter(cfg.drafter, session, cfg, generator, acceptor=inner)
     sampling = sampling_params(cfg.runtime)
-    max_new = cfg.dataset.max_new_tokens or spec.max_new_tokens
+    max_new = cfg.dataset.max_new_tokens or (spec.max_new_tokens if spec else 256)
+    replay = cfg.timing.acceptance == "replay"
     identity = {**flatten(cfg), "config_hash": config_hash(cfg), **environment(cfg.runtime.device),
-                **drafter.describe(), "weights": "shape_only" if cfg.model.shape_only else "real",
+                **describe(session.model)["summary"], **drafter.describe(),
+                "weights": "shape_only" if cfg.model.shape_only else "real",
                 "acceptance_source": cfg.timing.acceptance}
 
-    def prompt_for(question, turn, answers):
-        return build_prompt(tokenizer, question, turn, answers, style=spec.prompt_style,
-                            system_prompt=cfg.dataset.system_prompt, enable_thinking=cfg.dataset.enable_thinking)
-
-    def one(question, turn, answers, seed) -> tuple[object, Generation]:
-        prompt = prompt_for(question, turn, answers)
-        stops = frozenset() if cfg.dataset.ignore_eos else frozenset(prompt.stop_token_ids)
+    def one(question, turn, answers, seed) -> Generation:
+        if tokenizer is None:
+            ids, stops = question.turns[turn], frozenset()
+        else:
+            prompt = build_prompt(tokenizer, question, turn, answers, style=spec.prompt_style,
+                                  system_prompt=cfg.dataset.system_prompt, enable_thinking=cfg.dataset.enable_thinking)
+            ids, stops = prompt.input_ids, frozenset(prompt.stop_token_ids)
+        if cfg.dataset.ignore_eos or replay:  # replayed runs time a fixed length: random weights' EOS means nothing
+            stops = frozenset()
         generator.manual_seed(seed)
         timer = PhaseTimer(cfg.runtime.device, enabled=cfg.timing.phase_events)
-        return prompt, generate(session, drafter, prompt.input_ids, max_new_tokens=max_new, sampling=sampling,
-                                stop_ids=stops, generator=generator, timer=timer)
+        return generate(session, drafter, ids, max_new_tokens=max_new, sampling=sampling, stop_ids=stops,
+                        generator=generator, timer=timer, acceptor=outer)
 
     for i in range(cfg.timing.warmup):
         one(questions[0], 0, [], cfg.runtime.seed + i)
@@ -101,8 +129,8 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
         turns = question.turns[: cfg.dataset.max_turns or None]
         for turn in range(len(turns)):
             seed = cfg.runtime.seed * 1_000_003 + repeat * 10_007 + turn
-            prompt, gen = one(question, turn, answers, seed)
-            answers.append(tokenizer.decode(gen.tokens, skip_special_tokens=True))
+            gen = one(question, turn, answers, seed)
+            answers.append(tokenizer.decode(gen.tokens, skip_special_tokens=True) if tokenizer else "")
             key = {"question_id": question.question_id, "category": question.category, "turn": turn,
                    "repeat": repeat, "seed": seed}
             rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1]})

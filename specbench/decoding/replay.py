@@ -1,0 +1,45 @@
+"""Acceptance replay for shape-only (random-weight) models: real draft and verify costs, imposed acceptance.
+
+Random weights give real timings but meaningless acceptance, so timing-only runs impose the accept length of
+every step — a fixed mean τ spread evenly over steps, or a per-step trace of accept lengths (bonus token
+included, as τ is counted). The accepted path follows each node's first child (the drafter's best guess);
+when the draft is shallower than the imposed length, the step accepts the whole path. Rows from such runs
+carry ``acceptance_source = replay``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specbench.decoding.acceptance import Acceptance
+from specbench.decoding.draft import Draft
+
+
+class ReplayAcceptance:
+    def __init__(self, tau: float | None = None, trace: list[int] | None = None):
+        if (tau is None) == (trace is None):
+            raise ValueError("acceptance replay needs exactly one of timing.replay_tau or timing.replay_trace")
+        if tau is not None and tau < 1:
+            raise ValueError(f"timing.replay_tau={tau} < 1: tau counts the bonus token, so it is at least 1")
+        if trace is not None and (not trace or min(trace) < 1):
+            raise ValueError("timing.replay_trace must be a non-empty list of accept lengths >= 1")
+        self.tau, self.trace = tau, trace
+        self.steps = 0
+
+    def length(self) -> int:
+        """The accept length imposed on the next step."""
+        k = self.steps
+        self.steps += 1
+        if self.trace is not None:
+            return self.trace[k % len(self.trace)]
+        return max(1, round((k + 1) * self.tau) - round(k * self.tau))
+
+    def __call__(self, draft: Draft, logits: torch.Tensor, params=None, generator=None) -> Acceptance:
+        want = self.length() - 1
+        kids = draft.children()
+        nodes, row = [], 0
+        while len(nodes) < want and kids[row]:
+            nodes.append(kids[row][0])
+            row = nodes[-1] + 1
+        bonus = int(logits[row].argmax())
+        return Acceptance(nodes, [draft.tokens[i] for i in nodes] + [bonus])
