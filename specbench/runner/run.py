@@ -123,7 +123,7 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
         one(questions[0], 0, [], cfg.runtime.seed + i)
     todo = [(r, q) for r in range(cfg.timing.repeats) for q in questions
             if not (cfg.output.resume and store.is_done(q.question_id, r))]
-    progress = _progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
+    progress = Progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
     for repeat, question in todo:
         rows, steps, answers = [], [], []
         turns = question.turns[: cfg.dataset.max_turns or None]
@@ -141,7 +141,7 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
     progress.close()
 
 
-class _progress:
+class Progress:
     """A tqdm bar with live tokens/s (prefill excluded), or nothing."""
 
     def __init__(self, total: int, enabled: bool, label: str):

@@ -1,0 +1,187 @@
+"""Per-paper manifests (``experiments/*.yaml``): every table and figure as rows x columns x metrics.
+
+A cell's filter is the conjunction of the table's, the row's, the column's and the metric's filters (a key named
+twice must satisfy both); ``any: [{...}, {...}]`` inside a filter matches rows that satisfy one alternative. The paper's
+value is text with a source label: ``"1.04 [P]"``, ``"~1.8 [P]"`` (approximate), ``"not published [?]"``; in a
+per-column list, ``null`` stands for the table's ``default_paper`` (``"not published [?]"``).
+Options (``prefill``, ``average``, ``baseline``, ``base_model``, ``over``, ``tolerance``) come from the
+manifest's ``conventions`` and are overridden by the table, row, column and metric in that order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+import yaml
+
+from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate
+from specbench.analysis.cells import Pool, evaluate
+
+LABELS = ("P", "C", "D", "?")
+PAPER = re.compile(r"^\s*(?P<body>.*?)\s*(?:\[(?P<label>[PCD?])\])?\s*$")
+NUMBER = re.compile(r"^(?P<approx>[~≈])?\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>[×x%]|ms|tok/s)?$")
+OPTIONS = ("prefill", "average", "baseline", "base_model", "over", "tolerance", "compare")
+DEFAULTS = {"prefill": "excluded", "average": "macro", "baseline": "same_precision", "base_model": None,
+            "over": None, "tolerance": None, "compare": True}
+NOT_PUBLISHED = "not published [?]"
+
+
+@dataclass(frozen=True)
+class PaperValue:
+    """A paper's cell: the text as printed, its source label, and the number when there is one."""
+
+    text: str
+    label: str
+    value: float | None
+    approx: bool
+
+    @classmethod
+    def parse(cls, raw: Any) -> "PaperValue":
+        text = str(raw)
+        found = PAPER.match(text)
+        body, label = found["body"], found["label"] or ""
+        number = NUMBER.match(body.replace(" ", ""))
+        value = float(number["num"]) if number else None
+        return cls(body, label, value, bool(number and number["approx"]))
+
+    @property
+    def published(self) -> bool:
+        return not self.text.startswith(("not published", "n/a"))
+
+    def __str__(self) -> str:
+        return f"{self.text} [{self.label}]" if self.label else self.text
+
+
+@dataclass
+class Cell:
+    """One cell of one table: where its runs come from, how it is measured, and what the paper printed."""
+
+    table: str
+    row: dict
+    column: dict
+    metric: dict
+    conditions: list
+    anys: list
+    options: dict
+    paper: PaperValue
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return self.table, self.row["id"], self.column["id"], self.metric["id"]
+
+
+@dataclass
+class Manifest:
+    path: Path
+    data: dict
+    tables: list[dict] = field(init=False)
+
+    def __post_init__(self):
+        self.tables = self.data["tables"]
+
+    @property
+    def id(self) -> str:
+        return self.data["paper"]
+
+
+def load(path: str | Path) -> Manifest:
+    return Manifest(Path(path), yaml.safe_load(Path(path).read_text()))
+
+
+def load_all(folder: str | Path) -> list[Manifest]:
+    return [load(p) for p in sorted(Path(folder).glob("*.yaml"))]
+
+
+def _merge(parts: list[dict | None]) -> tuple[list, list]:
+    """(column, value) conditions and ``any`` groups of several filters, all of which must hold."""
+    conditions, anys = [], []
+    for part in parts:
+        for key, value in (part or {}).items():
+            (anys if key == "any" else conditions).append(value if key == "any" else (key, value))
+    return conditions, anys
+
+
+def _paper(table: dict, row: dict, metric: dict, column_index: int) -> PaperValue:
+    default = table.get("default_paper", NOT_PUBLISHED)
+    values = (table.get("paper") or {}).get(row["id"], {}).get(metric["id"], default)
+    if isinstance(values, list):
+        if len(values) != len(table["columns"]):
+            raise ValueError(f"{table['id']}/{row['id']}/{metric['id']}: {len(values)} paper values for "
+                             f"{len(table['columns'])} columns")
+        values = values[column_index]
+    return PaperValue.parse(default if values is None else values)
+
+
+def cells(manifest: Manifest) -> Iterator[Cell]:
+    """Every cell of every table, in table, row, metric, column order."""
+    base = {**DEFAULTS, **(manifest.data.get("conventions") or {})}
+    for table in manifest.tables:
+        for row in table["rows"]:
+            for metric in table["metrics"]:
+                for i, column in enumerate(table["columns"]):
+                    levels = (table, row, column, metric)
+                    options = dict(base)
+                    for level in levels:
+                        options.update({k: level[k] for k in OPTIONS if k in level})
+                    conditions, anys = _merge([level.get("filter") for level in levels])
+                    yield Cell(table["id"], row, column, metric, conditions, anys, options,
+                               _paper(table, row, metric, i))
+
+
+def _evaluate(cell: Cell, pool: Pool, options: dict, n_boot: int, seed: int, level: float) -> Estimate | str:
+    rows = pool.select(cell.conditions, cell.anys)
+    kwargs = {k: options[k] for k in ("prefill", "average", "baseline", "base_model", "over")}
+    return evaluate(cell.metric["metric"], rows, pool, **kwargs, n_boot=n_boot, seed=seed, level=level)
+
+
+def variants(cell: Cell) -> list[tuple[str, dict]]:
+    """Speedup cells also report both denominators, prefill in and out, macro and micro."""
+    if cell.metric["metric"] != "speedup":
+        return []
+    bases = list(dict.fromkeys([_name(cell.options["baseline"]), "same_precision", "16bit"]))
+    out = []
+    for base in bases:
+        for prefill in ("excluded", "included"):
+            for average in ("macro", "micro"):
+                baseline = cell.options["baseline"] if base == _name(cell.options["baseline"]) else base
+                out.append((f"{base}/{prefill}/{average}",
+                            {**cell.options, "baseline": baseline, "prefill": prefill, "average": average}))
+    return out
+
+
+def _name(baseline) -> str:
+    return baseline if isinstance(baseline, str) else "cell baseline"
+
+
+def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> pd.DataFrame:
+    """One row per cell: the paper's value, ours with its interval (or why there is none), the difference."""
+    records = []
+    for cell in cells(manifest):
+        found = _evaluate(cell, pool, cell.options, n_boot, seed, level)
+        ok = isinstance(found, Estimate) and math.isfinite(found.value)
+        record = {
+            "paper_id": manifest.id, "table": cell.table, "row": cell.row["id"], "row_label": cell.row["label"],
+            "column": cell.column["id"], "column_label": cell.column["label"], "metric": cell.metric["id"],
+            "metric_label": cell.metric["label"], "kind": cell.metric["metric"], "paper": str(cell.paper),
+            "paper_value": cell.paper.value, "paper_label": cell.paper.label, "approx": cell.paper.approx,
+            "published": cell.paper.published, "status": "filled" if ok else "not run",
+            "value": found.value if ok else math.nan, "lo": found.lo if ok else math.nan,
+            "hi": found.hi if ok else math.nan, "n": found.n if ok else 0, "ci": found.ci if ok else "",
+            "note": found.note if ok else (found if isinstance(found, str) else "no finite value"),
+        }
+        compare = ok and cell.options["compare"] and cell.paper.value is not None
+        record["delta"] = found.value - cell.paper.value if compare else math.nan
+        tol = cell.options["tolerance"]
+        record["match"] = ("yes" if abs(round(found.value, 2) - cell.paper.value) <= tol + 1e-9 else "no") \
+            if compare and tol is not None and not cell.paper.approx else ""
+        if ok:
+            for name, opts in variants(cell):
+                other = _evaluate(cell, pool, opts, n_boot, seed, level)
+                record[f"variant:{name}"] = other if isinstance(other, str) else (other.value, other.lo, other.hi)
+        records.append(record)
+    return pd.DataFrame(records)

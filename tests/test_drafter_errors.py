@@ -1,0 +1,90 @@
+"""Drafters refuse bad settings with errors that say what to change; EAGLE heads load from the published layout."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.drafters import build_drafter
+from specbench.drafters.draft_model import TokenizerMismatchError
+from specbench.drafters.eagle_head import EagleHeadError, load_eagle_head
+from specbench.drafters.layer_skip import kept_layers
+from specbench.drafters.ngram import lookup
+from specbench.model import load_model
+from tests.conftest import tiny_hf_model, write_eagle_head
+from tests.drafter_stack import Stack
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    return Stack(tmp_path_factory.mktemp("errors"), num_hidden_layers=2)
+
+
+def test_draft_model_with_another_vocabulary_is_refused(stack, tmp_path):
+    other = tiny_hf_model("llama", vocab_size=120)
+    other.save_pretrained(tmp_path / "other")
+    from specbench.decoding.forward import ForwardRunner
+    from specbench.decoding.session import ModelSession
+    from specbench.drafters import DraftContext
+    from specbench.decoding.sampling import SamplingParams
+
+    session = ModelSession(ForwardRunner(load_model(str(tmp_path / "other"), dtype=torch.float32), 64))
+    with pytest.raises(TokenizerMismatchError, match="one tokenizer"):
+        build_drafter("draft_model", DraftContext(stack.session, SamplingParams()), session=session)
+
+
+def test_tree_over_the_limit_is_refused(stack):
+    with pytest.raises(ValueError, match="tree_size"):
+        stack.drafter("eagle", tree_size=500)
+
+
+def test_eagle_head_of_another_model_is_refused(stack, tmp_path):
+    wide = tiny_hf_model("llama", hidden_size=96, num_attention_heads=4, num_key_value_heads=2)
+    write_eagle_head(tmp_path / "wide", wide)
+    with pytest.raises(EagleHeadError, match="trained for another model"):
+        load_eagle_head(str(tmp_path / "wide"), stack.target)
+
+
+def test_rotation_mismatch_is_refused_both_ways(stack, tmp_path):
+    rotated = write_eagle_head(tmp_path / "rot", stack.hf, rotation=True)
+    with pytest.raises(EagleHeadError, match="plain head"):
+        load_eagle_head(str(rotated), stack.target, target_rotated=False)
+    with pytest.raises(EagleHeadError, match="rotated model"):
+        load_eagle_head(str(stack.path / "eagle"), stack.target, target_rotated=True)
+    head = load_eagle_head(str(rotated), stack.target, target_rotated=True)
+    assert head.rotated and head.lm_head is not stack.target.lm_head
+
+
+def test_published_layout_head_loads_and_drafts_a_tree(stack):
+    drafter = stack.drafter("eagle", topk=3, depth=3, tree_size=10)
+    stack.session.reset()
+    _, hidden = stack.session.extend([5, 6, 7, 8])
+    drafter.observe([5, 6, 7, 8, 9], hidden, 0)
+    draft = drafter.propose([5, 6, 7, 8, 9], 64)
+    assert len(draft) == 9 and max(draft.depths()) <= 3
+    assert sum(1 for p in draft.parents if p == -1) <= 3  # top-k children of the root
+
+
+def test_layer_fraction_that_keeps_no_layer_is_refused():
+    with pytest.raises(ValueError, match="keeps no layer"):
+        kept_layers(32, 0.01)
+    assert kept_layers(32, 0.5) == sorted(set(kept_layers(32, 0.5))) and len(kept_layers(32, 0.5)) == 16
+    assert kept_layers(8, 0.5, "first") == [0, 1, 2, 3]
+
+
+def test_ngram_rule_takes_the_earliest_match_and_clamps():
+    tokens = [1, 2, 3, 9, 1, 2, 3, 7, 1, 2]
+    assert lookup(tokens, 1, 3, 3) == [3, 9, 1]  # earliest "1 2" is at 0
+    assert lookup(tokens, 1, 3, 3, match="latest") == [3, 7, 1]
+    assert lookup([4, 5, 4], 1, 3, 3) == [5, 4, 4]  # runs past the end: the last token repeats
+    assert lookup([4, 5, 4], 1, 3, 3, pad="truncate") == [5, 4]
+    assert lookup([1, 2, 3], 1, 3, 3) == []
+
+
+def test_replay_imposes_the_mean_accept_length():
+    replay = ReplayAcceptance(tau=2.5)
+    lengths = [replay.length() for _ in range(100)]
+    assert sum(lengths) / 100 == 2.5 and set(lengths) == {2, 3}
+    with pytest.raises(ValueError, match="at least 1"):
+        ReplayAcceptance(tau=0.5)

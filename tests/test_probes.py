@@ -1,0 +1,245 @@
+"""Eq. (1) probes on the tiny shipped models (CPU), the tree builders, and Eq. (1) on hand-made inputs."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pandas as pd
+import pytest
+import torch
+
+from specbench.decoding.draft import Draft
+from specbench.drafters.eagle_head import random_eagle_head
+from specbench.model import load_model
+from specbench.timing.probes import (
+    COLUMNS, Prober, ProbeSettings, chain_draft, eagle_like_tree, effective_terms, eq1_from_probes, eq1_report,
+    eq1_speedup, level_widths, measured_speedup, phase_coverage, run_probes, time_calls, verify_by_nodes,
+    verify_ratios, write_probes,
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # CPU attention over the static cache is far slower with contending threads
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    model = load_model("tiny-target", dtype=torch.float32)
+    model.source = "tiny-target"
+    draft = load_model("tiny-draft", dtype=torch.float32)
+    draft.source = "tiny-draft"
+    return model, draft
+
+
+@pytest.fixture(scope="module")
+def probes(tiny):
+    model, draft = tiny
+    settings = ProbeSettings(contexts=(24, 40), verify_sizes=(4, 12), masks=("tree", "sequence"), head_rows=(1, 4),
+                             replays=6, warmup=1)
+    return run_probes(model, settings, head=random_eagle_head(model), draft_model=draft)
+
+
+def test_probe_rows_are_sane(probes):
+    assert list(probes.columns[: len(COLUMNS)]) == COLUMNS
+    assert set(probes.probe) == {"prefill", "T_t", "T_v", "T_d"}
+    assert (probes.replays == 6).all() and (probes.median_ms > 0).all()
+    assert ((probes.p10_ms <= probes.median_ms) & (probes.median_ms <= probes.p90_ms)).all()
+    t_v = probes[probes.probe == "T_v"]
+    # every (context, mask, n) asked for is there once, with n and mask recorded
+    assert sorted(zip(t_v.context, t_v["mask"], t_v.n)) == sorted(
+        (c, m, n) for c in (24, 40) for m in ("tree", "sequence") for n in (4, 12))
+    t_t = probes[probes.probe == "T_t"]
+    assert list(t_t.n) == [1, 1] and set(t_t["mask"]) == {"causal"} and list(t_t.context) == [24, 40]
+    prefill = probes[probes.probe == "prefill"]
+    assert list(prefill.n) == [24, 40] and list(prefill.context) == [24, 40]
+    heads = probes[probes.component == "eagle_head"]
+    assert sorted(zip(heads.context, heads.n)) == [(24, 1), (24, 4), (40, 1), (40, 4)]
+    assert (heads.probe == "T_d").all() and heads.model.str.startswith("eagle_head(tiny-target").all()
+    drafts = probes[probes.component == "draft_model"]
+    assert list(drafts.probe) == ["T_d", "T_d"] and (drafts.model == "tiny-draft").all() and (drafts.n == 1).all()
+    # identity columns; a CPU has no CUDA graphs, so no bucket and perf_counter timing
+    assert set(probes[probes.component == "target"].model) == {"tiny-target"}
+    assert set(probes.quant) == {"fp32"} and set(probes.backend) == {"dense"} and set(probes.gpu) == {"cpu"}
+    assert (~probes.cuda_graphs).all() and probes.bucket.isna().all() and set(probes.timer) == {"perf_counter"}
+
+
+def test_probes_parquet_round_trip(probes, tmp_path):
+    path = write_probes(probes, tmp_path)
+    assert path.name == "probes.parquet"
+    back = pd.read_parquet(path)
+    assert len(back) == len(probes) and list(back.columns) == list(probes.columns)
+    ratios = verify_ratios(back)
+    assert len(ratios) == 8 and (ratios.ratio > 0).all()
+    row = ratios[(ratios.context == 24) & (ratios["mask"] == "tree") & (ratios.n == 12)].iloc[0]
+    t_t = back[(back.probe == "T_t") & (back.context == 24)].median_ms.iloc[0]
+    assert row.ratio == pytest.approx(row.median_ms / t_t)
+
+
+def test_probe_forward_is_the_sessions_verify(tiny):
+    """The probed forward computes exactly what ModelSession.verify computes for the same draft and prefix."""
+    model, _ = tiny
+    prober = Prober(model, ProbeSettings(contexts=(16,), verify_sizes=(9,), replays=1, warmup=0))
+    draft = eagle_like_tree(9, depth=3, topk=3, vocab_size=model.config.vocab_size)
+    with torch.inference_mode():
+        prober.set_context(16)
+        inputs, bucket = prober.verify_inputs(draft)
+        ours = prober.runner(*inputs)[0].clone()
+        root = prober.ids[16]
+        theirs = prober.session.verify(root, draft)[0]
+    assert bucket is None and prober.session.length == 16
+    torch.testing.assert_close(ours, theirs)
+    # and it is not a no-op: another prefix gives other logits
+    with torch.inference_mode():
+        prober.set_context(20)
+        other = prober.runner(*prober.verify_inputs(draft)[0])[0]
+    assert not torch.allclose(ours, other)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 10, 30, 48, 60])
+def test_eagle_like_tree_shape(n):
+    draft = eagle_like_tree(n, depth=6, topk=10, vocab_size=100)
+    assert len(draft) == n - 1
+    depths = draft.depths()
+    assert max(depths, default=0) <= 6 and all(0 <= t < 100 for t in draft.tokens)
+    widths = [depths.count(d) for d in range(1, max(depths, default=0) + 1)]
+    assert widths == level_widths(n - 1, 6, 10) and all(w > 0 for w in widths)
+    kids = draft.children()
+    assert all(len(k) <= 10 for k in kids)  # top-k children per node
+    if n >= 7:
+        assert max(depths) == 6  # deep enough to use every draft pass
+
+
+def test_level_widths_refuse_impossible_trees():
+    with pytest.raises(ValueError):
+        level_widths(1000, 2, 3)  # at most 3 + 9 nodes fit
+    assert level_widths(12, 2, 3) == [3, 9]
+
+
+def test_chain_draft_mask_is_causal():
+    anc = chain_draft(5, vocab_size=50).ancestors()
+    assert torch.equal(anc, torch.ones(5, 5, dtype=torch.bool).tril())
+    tree = eagle_like_tree(8, depth=2, topk=4).ancestors()
+    assert not torch.equal(tree, torch.ones(8, 8, dtype=torch.bool).tril())
+
+
+def test_time_calls_measures_what_it_runs():
+    t = time_calls(lambda: time.sleep(0.002), "cpu", replays=7, warmup=1)
+    assert t.replays == 7 and t.timer == "perf_counter"
+    assert 2.0 <= t.p10_ms <= t.median_ms <= t.p90_ms < 200
+    with pytest.raises(ValueError):
+        time_calls(lambda: None, "cpu", replays=0)
+
+
+def test_eq1_speedup_hand_computed():
+    # tau 4, 6 draft passes of 0.5 ms, T_t 10 ms, T_v 12 ms: 4 / (6 * 0.05 + 1.2) = 4 / 1.5
+    assert eq1_speedup(4.0, 6, 0.5, 10.0, 12.0) == pytest.approx(8 / 3)
+    # AR: tau 1, no drafting, T_v(1) = T_t  ->  1
+    assert eq1_speedup(1.0, 0, 0.0, 7.0, 7.0) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        eq1_speedup(2.0, 1, 1.0, 0.0, 1.0)
+
+
+def test_eq1_from_probes_hand_made():
+    rows = [("T_t", 1, "causal", 512, 10.0, "target"), ("T_v", 48, "tree", 512, 14.0, "target"),
+            ("T_v", 60, "tree", 512, 18.0, "target"), ("T_v", 60, "sequence", 512, 11.0, "target"),
+            ("T_d", 10, "tree", 512, 0.5, "eagle_head"), ("T_d", 1, "tree", 512, 0.3, "eagle_head"),
+            ("T_t", 1, "causal", 1024, 20.0, "target")]
+    frame = pd.DataFrame(rows, columns=["probe", "n", "mask", "context", "median_ms", "component"])
+    out = eq1_from_probes(frame, tau=4.5, d=6, n=58, context=600, draft_rows=10)
+    assert out["context"] == 512 and out["T_v_ms"] == 18.0 and out["T_d_ms"] == 0.5  # nearest n, context, rows
+    assert out["predicted_speedup"] == pytest.approx(4.5 / (6 * 0.5 / 10 + 18 / 10))
+    seq = eq1_from_probes(frame, tau=2.0, d=0, n=60, context=512, mask="sequence", draft_component="none")
+    assert seq["T_d_ms"] == 0.0 and seq["predicted_speedup"] == pytest.approx(2.0 / 1.1)
+
+
+def _steps(accepts, drafted, draft_ms, verify_ms, accept_ms):
+    n = len(accepts)
+    return pd.DataFrame({"question_id": [1] * n, "repeat": [0] * n, "step": range(n), "accept_length": accepts,
+                         "drafted": drafted, "draft_depth": [max(1, d // 10) if d else 0 for d in drafted],
+                         "draft_ms": draft_ms, "verify_ms": verify_ms, "accept_ms": accept_ms, "sample_ms": [0.0] * n})
+
+
+def test_eq1_report_on_hand_made_runs():
+    ar_steps = _steps([1] * 4, [0] * 4, [0.0] * 4, [10.0] * 4, [0.5] * 4)
+    sd_steps = _steps([3, 5, 4, 4], [59, 59, 59, 59], [3.0] * 4, [12.0] * 4, [1.0] * 4)
+    # wall clock: AR 100 tokens in 1.05 s, SD 100 tokens in 0.4 s  ->  2.625x
+    ar_res = pd.DataFrame({"question_id": [1], "repeat": [0], "new_tokens": [100], "decode_s": [1.05],
+                           "total_s": [1.1], "prompt_tokens": [500]})
+    sd_res = ar_res.assign(decode_s=[0.4], total_s=[0.45])
+    out = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), d=6)
+    assert out["tau"] == 4.0 and out["T_t_ms"] == 10.0 and out["nodes"] == 59
+    assert out["predicted_speedup"] == pytest.approx(4.0 / ((3.0 + 12.0) / 10.0))  # Eq. (1): 2.667
+    assert out["predicted_speedup_steps"] == pytest.approx(4.0 * 10.5 / 16.0)  # whole steps: 2.625
+    assert out["measured_speedup"] == pytest.approx((100 / 0.4) / (100 / 1.05))
+    assert out["prediction_error"] == pytest.approx((8 / 3) / 2.625 - 1)
+    assert out["T_d_ms"] == pytest.approx(0.5) and out["verify_ratio"] == pytest.approx(1.2)
+    probes = pd.DataFrame([("T_t", 1, "causal", 512, 9.0, "target"), ("T_v", 60, "tree", 512, 11.0, "target"),
+                           ("T_d", 10, "tree", 512, 0.4, "eagle_head")],
+                          columns=["probe", "n", "mask", "context", "median_ms", "component"])
+    with_probes = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), d=6, probes=probes)
+    assert with_probes["probe_speedup"] == pytest.approx(4.0 / (6 * 0.4 / 9 + 11 / 9))
+
+
+def test_effective_terms_and_verify_by_nodes():
+    steps = _steps([1, 2, 1, 3], [0, 5, 5, 9], [0.0, 1.0, 1.0, 2.0], [4.0, 6.0, 8.0, 9.0], [0.1] * 4)
+    terms = effective_terms(steps)
+    assert terms["steps"] == 4 and terms["tau"] == 1.75 and terms["nodes"] == pytest.approx(19 / 4)
+    assert terms["step_ms"] == pytest.approx(1.0 + 6.75 + 0.1)
+    by_n = verify_by_nodes(steps).set_index("n")
+    assert list(by_n.index) == [1, 6, 10] and by_n.loc[6, "median_ms"] == 7.0 and by_n.loc[6, "steps"] == 2
+    results = pd.DataFrame({"decode_s": [0.0079]})
+    assert phase_coverage(results, steps) == pytest.approx((4.0 + 27.0 + 0.4) / 7.9)
+
+
+def test_measured_speedup_is_macro_over_questions():
+    ar = pd.DataFrame({"question_id": [1, 1, 2], "repeat": [0, 0, 0], "new_tokens": [10, 10, 30],
+                       "decode_s": [1.0, 1.0, 1.0], "total_s": [1.0, 1.0, 1.0]})
+    sd = ar.assign(decode_s=[0.5, 0.5, 0.25])
+    out = measured_speedup(sd, ar)
+    # per question: AR 10 and 30 tok/s (mean 20); SD 20 and 120 (mean 70)
+    assert out["measured_speedup"] == pytest.approx(70 / 20)
+    assert out["measured_speedup_micro"] == pytest.approx((50 / 1.25) / (50 / 3.0))
+
+
+def test_bench_eq1_smoke(tmp_path):
+    from benchmarks.bench_eq1 import main
+
+    threads = torch.get_num_threads()
+    try:
+        result = main(["--smoke", "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(threads)
+    frame = pd.read_parquet(tmp_path / "probes.parquet")
+    assert set(frame.scheme) == {"bf16", "w8a8_int8", "w4a16"} and not result["skipped"]
+    tree = frame[(frame.probe == "T_v") & (frame["mask"] == "tree")]
+    assert sorted(set(tree.n)) == [4, 10] and (tree.median_ms > 0).all()
+    assert set(frame[frame.component == "eagle_head"].n) == {1, 10}
+    mem = json.loads((tmp_path / "eq1.json").read_text())["memory"]
+    assert mem["scaled"] and mem["layers_built"] == 3 and mem["new_tokens"] == 8 and mem["target_bytes_scaled"] > mem["target_bytes"]
+    assert "T_v(n)/T_t" in (tmp_path / "eq1.md").read_text()
+
+
+def test_bench_decode_smoke(tmp_path):
+    from benchmarks.bench_decode import main
+
+    threads = torch.get_num_threads()
+    try:
+        result = main(["--smoke", "--out", str(tmp_path)])
+    finally:
+        torch.set_num_threads(threads)
+    saved = json.loads((tmp_path / "bench_decode.json").read_text())
+    decode = saved["decode"]
+    for name in ("specbench (CUDA graphs)", "specbench (no graphs)", "transformers generate (eager, dynamic cache)"):
+        assert decode[name]["tok_s"] > 0, name
+    assert saved["roofline"]["tok_s"] > 0 and saved["bandwidth"]["bandwidth_Bps"] > 0
+    rows = {r["drafter"]: r for r in saved["sd_overhead"]}
+    assert set(rows) == {"ngram", "eagle"}
+    for row in rows.values():
+        assert row["steps"] > 0 and row["wall_ms_per_step"] > 0 and row["isolated_gpu_ms_per_step"] > 0
+        assert row["host_overhead_fraction"] < 1
+    assert result["model"] == "tiny-target" and "% of roofline" in (tmp_path / "bench_decode.md").read_text()
