@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 
@@ -57,10 +58,9 @@ class Draft:
     def ancestors(self, device=None) -> torch.Tensor:
         """[n, n] mask over root + nodes: True where column j is row i itself or an ancestor of it."""
         n = len(self) + 1
-        anc = torch.zeros(n, n, dtype=torch.bool)
+        anc = np.zeros((n, n), dtype=bool)  # numpy: row copies cost ~1 us, torch's ~5 us, on the hot path
         anc[:, 0] = True
-        anc[0, 0] = True
         for i, p in enumerate(self.parents):
             anc[i + 1] = anc[p + 1]
             anc[i + 1, i + 1] = True
-        return anc.to(device)
+        return torch.from_numpy(anc).to(device)

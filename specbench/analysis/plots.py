@@ -1,0 +1,247 @@
+"""Figures from the run statistics (``cell_stats``) and the quantized-linear benchmark, as PNG and PDF.
+
+* ``speedup_bars``: Figure 1 of 2505.22179 - quantization alone (solid) plus what a drafter adds (hatched) over
+  the 16-bit AR run, per scheme, with the drafter's speedup over same-precision AR written above each bar;
+* ``tree_sweep``: Figures 2-3 - tau, T_v(n)/T_t and speedup against EAGLE-2 tree size, a line per scheme;
+* ``temperature`` and ``k_gamma``: Quasar's Tables 2-3 - n-gram speedup and L against T and against gamma;
+* ``eq1``: Eq. (1)'s predicted speedup against the measured one;
+* ``kernel_backends``: T(M)/T(1) per scheme x backend from ``quant_linear.json``
+  (``benchmarks/bench_quant_linear.py --out DIR``).
+
+A row of panels per setting (model, device, dataset, answer length, temperature); bands and error bars are 95%
+bootstrap intervals. A figure without data says so on the figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from specbench.analysis.cells import SIXTEEN_BIT, cell_stats  # noqa: E402
+from specbench.analysis.load import find_files  # noqa: E402
+
+STYLE = {"figure.dpi": 110, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,
+         "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False}
+SCHEMES = ["none", "fp16", "bf16", "w8a8_int8", "w8a8_fp8", "w8a16", "w4a16", "w4a8", "auto"]
+COLORS = dict(zip(SCHEMES, plt.get_cmap("tab10").colors))
+PANEL_W, PANEL_H = 3.3, 2.4
+
+
+def scheme_label(row: pd.Series) -> str:
+    scheme = row["quant.scheme"]
+    label = "16-bit" if scheme in SIXTEEN_BIT else scheme
+    group = row.get("quant.group_size")
+    return label + (f"-g{int(group)}" if isinstance(group, (int, float)) and not pd.isna(group) and group > 0 else "")
+
+
+def setting(row: pd.Series) -> str:
+    device = row["env.gpu"] if isinstance(row.get("env.gpu"), str) else row["runtime.device"]
+    return (f"{row['model.source']} · {device} · {row['dataset.name']} · {int(row['dataset.max_new_tokens'] or 0)} tok"
+            f" · T={row['runtime.temperature']:g}")
+
+
+def figure(rows: int, cols: int, title: str):
+    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_W * cols, PANEL_H * rows + 0.5), squeeze=False)
+    fig.suptitle(textwrap.fill(title, width=int(PANEL_W * cols * 15)), fontsize=9)
+    return fig, axes
+
+
+def no_data(title: str, why: str):
+    fig, axes = figure(1, 1, title)
+    axes[0, 0].axis("off")
+    axes[0, 0].text(0.5, 0.5, f"no data\n{why}", ha="center", va="center", fontsize=9, color="0.4",
+                    transform=axes[0, 0].transAxes)
+    return fig
+
+
+def save(fig, out: Path, name: str) -> list[Path]:
+    fig.tight_layout()
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for path in paths:
+        fig.savefig(path, metadata={"CreationDate": None} if path.suffix == ".pdf" else None)
+    plt.close(fig)
+    return paths
+
+
+def _err(frame: pd.DataFrame, key: str) -> list:
+    return [(frame[key] - frame[f"{key}_lo"]).clip(lower=0).fillna(0), (frame[f"{key}_hi"] - frame[key]).clip(lower=0).fillna(0)]
+
+
+def _best(frame: pd.DataFrame) -> pd.Series:
+    """The run with the most questions (then the first config hash): one bar per scheme, no cherry-picking."""
+    return frame.sort_values(["n_questions", "config_hash"], ascending=[False, True]).iloc[0]
+
+
+def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
+    title = f"Quantization alone (solid) + {drafter} (hatched), over 16-bit AR; ↑ = {drafter} over same-precision AR"
+    ar = stats[stats.drafter == "none"]
+    if ar.empty:
+        return no_data(title, "no autoregressive runs")
+    settings = sorted(ar.setting.unique())
+    fig, axes = figure(len(settings), 1, title)
+    for ax, key in zip(axes[:, 0], settings):
+        here = stats[stats.setting == key]
+        bars = []
+        for label, runs in here[here.drafter == "none"].groupby("scheme_label", sort=False):
+            base = _best(runs)
+            sd = here[(here.drafter == drafter) & (here.scheme_label == label)]
+            bars.append((label, base, _best(sd) if len(sd) else None))
+        bars.sort(key=lambda b: SCHEMES.index(b[1]["quant.scheme"]) if b[1]["quant.scheme"] in SCHEMES else 99)
+        if all(math.isnan(b[1]["speedup16"]) for b in bars):
+            ax.text(0.5, 0.5, "no 16-bit AR run in this setting", ha="center", transform=ax.transAxes, color="0.4")
+        for x, (label, base, sd) in enumerate(bars):
+            color = COLORS.get(base["quant.scheme"], "0.5")
+            quant = base["speedup16"]
+            ax.bar(x, quant, color=color, width=0.6)
+            if sd is None:
+                ax.text(x, quant, f"no {drafter} run", ha="center", va="bottom", fontsize=6, color="0.4")
+                continue
+            ax.bar(x, sd["speedup16"] - quant, bottom=quant, color=color, alpha=0.45, hatch="//", width=0.6)
+            ax.errorbar(x, sd["speedup16"], yerr=[[sd["speedup16"] - sd["speedup16_lo"]],
+                                                   [sd["speedup16_hi"] - sd["speedup16"]]], color="k", capsize=2, lw=0.8)
+            ax.text(x, max(sd["speedup16_hi"], quant), f"↑{sd['speedup']:.2f}", ha="center", va="bottom",
+                    color="tab:red", fontsize=7)
+        tops = [max(b[1]["speedup16"], b[2]["speedup16_hi"] if b[2] is not None else 0) for b in bars]
+        ax.set_ylim(0, max([1.0, *[t for t in tops if math.isfinite(t)]]) * 1.2)
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars])
+        ax.axhline(1, color="0.3", lw=0.6)
+        ax.set_ylabel("speedup over 16-bit AR")
+        ax.set_title(key)
+    return fig
+
+
+def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, style: str = "-") -> None:
+    for key, line in frame.groupby(group, sort=True, dropna=False):
+        line = line.sort_values(x)
+        color = COLORS.get(line["quant.scheme"].iloc[0], "0.5")
+        ax.plot(line[x], line[y], style, marker="o", ms=3, color=color, label=label_of(line.iloc[0]))
+        if f"{y}_lo" in line and line[f"{y}_lo"].notna().any():
+            ax.fill_between(line[x], line[f"{y}_lo"], line[f"{y}_hi"], color=color, alpha=0.15, lw=0)
+
+
+def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tuple[str, str]], group: list[str],
+          label_of, why: str):
+    """A row of panels per setting: each ``(column, ylabel)`` against ``x``, a line per ``group``."""
+    frame = stats.dropna(subset=[x])
+    if frame.empty:
+        return no_data(title, why)
+    settings = sorted(frame.setting.unique())
+    fig, axes = figure(len(settings), len(panels), title)
+    for r, key in enumerate(settings):
+        here = frame[frame.setting == key]
+        for c, (column, ylabel) in enumerate(panels):
+            ax = axes[r, c]
+            _lines(ax, here, x, column, group, label_of)
+            if column == "speedup" and "speedup16" in here and (here.speedup16 != here.speedup).any():
+                _lines(ax, here[here.speedup16 != here.speedup], x, "speedup16", group,
+                       lambda row: f"{label_of(row)} (vs 16-bit)", "--")
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.set_title(key if c == 0 else ylabel, loc="left" if c == 0 else "center")
+        axes[r, 0].legend(frameon=False)
+    return fig
+
+
+def tree_sweep(stats: pd.DataFrame):
+    eagle = stats[stats.drafter == "eagle"]
+    source = "probes" if eagle.get("eq1_source", pd.Series(dtype=str)).str.contains("probes").any() else "step timings"
+    return sweep(eagle, "EAGLE-2: tau, T_v(n)/T_t and speedup against tree size (2505.22179 Figs. 2-3)",
+                 "drafter.tree_size", "tree size n (verified tokens)",
+                 [("tau", "tau (bonus counted)"), ("tv_over_tt", f"T_v(n)/T_t ({source})"),
+                  ("speedup", "speedup over same-precision AR")],
+                 ["scheme_label", "drafter.depth"], lambda r: f"{r.scheme_label} d={r['drafter.depth']:g}",
+                 "no EAGLE runs with drafter.tree_size")
+
+
+def _ngram_label(row: pd.Series) -> str:
+    return f"{row.scheme_label} K=({row['drafter.min_n']:g},{row['drafter.max_n']:g}) γ={row['drafter.num_tokens']:g}"
+
+
+def temperature(stats: pd.DataFrame):
+    """n-gram runs across temperatures (the setting leaves T out, so one panel row holds every T)."""
+    ngram = stats[stats.drafter == "ngram"]
+    frame = ngram.assign(setting=ngram.setting.str.replace(r" · T=[0-9.]+$", "", regex=True))
+    return sweep(frame, "n-gram drafting against temperature (Quasar Table 2); dashed: over 16-bit AR",
+                 "runtime.temperature", "temperature T", [("speedup", "speedup (prefill excl.)"), ("tau", "L")],
+                 ["scheme_label", "drafter.min_n", "drafter.max_n", "drafter.num_tokens"], _ngram_label,
+                 "no n-gram runs")
+
+
+def k_gamma(stats: pd.DataFrame):
+    ngram = stats[stats.drafter == "ngram"]
+    return sweep(ngram, "n-gram drafting against gamma, a line per K (Quasar Table 3)", "drafter.num_tokens",
+                 "gamma (draft tokens)", [("speedup", "speedup (prefill excl.)"), ("tau", "L")],
+                 ["scheme_label", "drafter.min_n", "drafter.max_n"],
+                 lambda r: f"{r.scheme_label} K=({r['drafter.min_n']:g},{r['drafter.max_n']:g})", "no n-gram runs")
+
+
+def eq1(stats: pd.DataFrame):
+    title = "Eq. (1): predicted tau / (d T_d/T_t + T_v/T_t) against measured speedup"
+    sd = stats[(stats.drafter != "none")].dropna(subset=["speedup", "predicted_speedup"])
+    if sd.empty:
+        return no_data(title, "no drafter runs with a same-precision AR baseline")
+    fig, axes = figure(1, 1, title)
+    ax = axes[0, 0]
+    for (drafter, source), part in sd.groupby(["drafter", sd.eq1_source.str.contains("probes")]):
+        ax.errorbar(part.speedup, part.predicted_speedup, xerr=_err(part, "speedup"),
+                    yerr=_err(part, "predicted_speedup"), fmt="o" if source else "s", ms=3, lw=0.6, capsize=1.5,
+                    label=f"{drafter} ({'probes' if source else 'step timings'})")
+    top = max(sd.speedup_hi.max(), sd.predicted_speedup.max()) * 1.1
+    ax.plot([0, top], [0, top], color="0.5", lw=0.6)
+    ax.set_xlabel("measured speedup (same-precision AR)")
+    ax.set_ylabel("Eq. (1) prediction")
+    ax.legend(frameon=False)
+    return fig
+
+
+def kernel_backends(bench_files: list[Path]):
+    title = "Quantized linear layers: T(M)/T(1) per scheme x backend (benchmarks/bench_quant_linear.py)"
+    rows = []
+    for path in bench_files:
+        data = json.loads(Path(path).read_text())
+        rows += [{**r, "device": data.get("device", "?")} for r in data.get("rows", [])]
+    if not rows:
+        return no_data(title, "no quant_linear.json (run benchmarks/bench_quant_linear.py --out DIR)")
+    frame = pd.DataFrame(rows)
+    panels = sorted(frame[["device", "model"]].drop_duplicates().itertuples(index=False))
+    fig, axes = figure(1, len(panels), title)
+    for ax, (device, model) in zip(axes[0], panels):
+        here = frame[(frame.device == device) & (frame.model == model)]
+        for (scheme, group, backend), line in here.groupby(["scheme", "group_size", "backend"], sort=True):
+            line = line.sort_values("M")
+            style = "--" if backend in ("dense", "reference") else "-"
+            ax.plot(line.M, line.ratio_to_M1, style, marker="o", ms=2.5, color=COLORS.get(scheme, "0.3"),
+                    label=f"{scheme}{'' if group in (-1, None) else f'-g{group}'} · {backend}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("M (tokens in the forward)")
+        ax.set_ylabel("T(M) / T(1)")
+        ax.set_title(f"{model} · {device}")
+        ax.legend(frameon=False)
+    return fig
+
+
+def write_all(pool, out: Path, results, bench: list | None, n_boot: int, seed: int) -> list[Path]:
+    """Every figure, PNG and PDF, under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    data = pool.data.drop(columns="_run")
+    stats = cell_stats(data, probes=pool.probes, n_boot=n_boot, seed=seed) if len(data) else pd.DataFrame(
+        columns=["drafter", "setting", "scheme_label"])
+    if len(stats):
+        stats = stats.assign(setting=stats.apply(setting, axis=1), scheme_label=stats.apply(scheme_label, axis=1))
+    bench_files = [Path(p) for p in bench] if bench is not None else find_files(results, "quant_linear.json")
+    written = []
+    with plt.rc_context(STYLE):
+        for name, make in (("speedup_bars", lambda: speedup_bars(stats)), ("tree_sweep", lambda: tree_sweep(stats)),
+                           ("temperature", lambda: temperature(stats)),
+                           ("k_gamma", lambda: k_gamma(stats)), ("eq1", lambda: eq1(stats)),
+                           ("kernel_backends", lambda: kernel_backends(bench_files))):
+            written += save(make(), out, name)
+    return written
