@@ -16,3 +16,14 @@ test:
 
 run:
 	$(PY) -m specbench
+
+RESULTS ?= results
+TABLES_OUT ?= docs/tables
+FIGURES_OUT ?= docs/figures
+N_BOOT ?= 2000
+
+tables:  ## every manifest table (experiments/*.yaml) as Markdown + LaTeX, from the parquet files under RESULTS
+	$(PY) -m specbench.analysis tables --results $(RESULTS) --out $(TABLES_OUT) --n-boot $(N_BOOT)
+
+plots:  ## every figure as PNG + PDF, from the parquet files (and quant_linear.json) under RESULTS
+	$(PY) -m specbench.analysis plots --results $(RESULTS) --out $(FIGURES_OUT) --n-boot $(N_BOOT)

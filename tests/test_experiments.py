@@ -82,9 +82,8 @@ def test_experiment_composes(hydra_compose, name):
     assert smoke.output.name == f"smoke_{name}" and smoke.dataset.max_new_tokens <= 16
     for key, values in {**params, **smoke_params}.items():
         if key.startswith(GROUP_KEYS):
-            group = key if key != "dataset" else "dataset"
             for value in values:
-                assert (CONF / group / f"{value}.yaml").is_file(), f"{name}: {key}={value} has no config file"
+                assert (CONF / key / f"{value}.yaml").is_file(), f"{name}: {key}={value} has no config file"
 
 
 def _distinct_group_overrides(hydra_compose) -> list[tuple[str, str, str]]:
@@ -119,6 +118,10 @@ def test_paper_settings(hydra_compose):
     assert (c.drafter.name, c.drafter.depth, c.drafter.topk, c.dataset.name) == ("eagle", 6, 10, "mt_bench")
     assert sweep(c)["drafter.tree_size"] == ["10", "20", "30", "40", "50", "60"] and c.baseline
     assert c.runtime.temperature == 0 and c.dataset.max_new_tokens == 1024 and c.runtime.dtype == "float16"
+    rot = hydra_compose("+experiment=compat_llama3_8b", "experiment/cell=l3_8b_w4a16_rot")  # optional cells
+    assert rot.quant.scheme == "auto" and rot.quant.rotated and "on-W4A16-Rot" in rot.drafter.head
+    qqq = hydra_compose("+experiment=compat_llama3_8b", "experiment/cell=l3_8b_w4a8_g128")
+    assert (qqq.quant.scheme, qqq.quant.backend, qqq.quant.group_size) == ("w4a8", "marlin", 128)
     c = hydra_compose("+experiment=compat_llama3_70b", hydra_cfg=True)
     assert sweep(c)["drafter.tree_size"] == ["24", "32", "40", "48"] and c.model.shape_only
     assert c.timing.acceptance == "replay" and c.timing.replay_tau == 4.16
@@ -133,7 +136,8 @@ def test_paper_settings(hydra_compose):
     assert ar.drafter.name == "none" and ar.timing.replay_tau == 1.0
     c = hydra_compose("+experiment=hierspec_sweep", hydra_cfg=True)
     assert sweep(c) == {"experiment/hs_d": ["d3", "d4", "d5", "d6"], "experiment/hs_d1": ["d1_3", "d1_4"]}
-    assert hydra_compose("+experiment=hierspec_sweep", "experiment/hs_d=d4", "experiment/hs_d1=d1_4").drafter.min_draft == 4
+    d4 = hydra_compose("+experiment=hierspec_sweep", "experiment/hs_d=d4", "experiment/hs_d1=d1_4")
+    assert (d4.drafter.min_draft, d4.drafter.inner_depth, d4.timing.replay_inner_tau) == (4, 4, 3.7)
     q = hydra_compose("+experiment=quasar_table1", hydra_cfg=True)
     assert (q.drafter.min_n, q.drafter.max_n, q.drafter.num_tokens, q.drafter.match) == (1, 3, 5, "earliest")
     assert q.dataset.question_end == 10 and q.runtime.max_seq_len == 2048 and q.dataset.enable_thinking
@@ -149,6 +153,23 @@ def test_paper_settings(hydra_compose):
     p = hydra_compose("+experiment=quasar_pruning", "experiment/method=q3_prune75")
     assert p.drafter.name == "layer_skip" and p.drafter.keep_fraction == 0.75 and p.quant.scheme == "bf16"
     assert hydra_compose("+experiment=quasar_pruning", "experiment/method=q3_quasar").quant.scheme == "w8a8_int8"
+
+
+def test_ar_baseline_is_shared_across_a_sweep(hydra_compose):
+    """AR runs once per target: the baseline's config hash does not depend on the drafter axis of the grid."""
+    from specbench.runner.run import method_configs, run_dir
+
+    def ar_folder(*overrides):
+        ar, sd = method_configs(hydra_compose("+experiment=compat_llama3_8b", *overrides))
+        assert ar.drafter.name == "none" and sd.drafter.name == "eagle"
+        return run_dir(ar), run_dir(sd)
+
+    (ar10, sd10), (ar60, sd60) = ar_folder("drafter.tree_size=10"), ar_folder("drafter.tree_size=60")
+    assert ar10 == ar60 and sd10 != sd60
+    assert ar_folder("experiment/cell=l3_8b_w4a16")[0] != ar10  # another precision, another baseline
+    methods = [method_configs(hydra_compose("+experiment=eagle_configs", f"experiment/method={m}"))
+               for m in ("l3_8b_eg2_6_60", "l3_8b_sp6")]
+    assert run_dir(methods[0][0]) == run_dir(methods[1][0]) and run_dir(methods[0][1]) != run_dir(methods[1][1])
 
 
 def test_launcher_configs():

@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import torch
 
-from specbench.decoding.draft import Draft
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_model
 from specbench.timing.probes import (
@@ -66,6 +65,20 @@ def test_probe_rows_are_sane(probes):
     assert set(probes[probes.component == "target"].model) == {"tiny-target"}
     assert set(probes.quant) == {"fp32"} and set(probes.backend) == {"dense"} and set(probes.gpu) == {"cpu"}
     assert (~probes.cuda_graphs).all() and probes.bucket.isna().all() and set(probes.timer) == {"perf_counter"}
+    # by default each context gets a cache just large enough (+ the runner's 128 scratch slots)
+    target = probes[probes.component == "target"]
+    assert set(target[target.context == 24].cache_slots) == {24 + 12 + 8 + 128}
+    assert set(target[target.context == 40].cache_slots) == {40 + 12 + 8 + 128}
+
+
+def test_fixed_cache_size(tiny):
+    model, _ = tiny
+    settings = ProbeSettings(contexts=(8, 30), verify_sizes=(4,), masks=("sequence",), replays=2, warmup=0,
+                             prefill=False, max_seq_len=100)
+    frame = run_probes(model, settings)
+    assert set(frame.cache_slots) == {100 + 128} and sorted(set(frame.context)) == [8, 30]
+    with pytest.raises(ValueError):
+        ProbeSettings(contexts=(95,), verify_sizes=(10,), max_seq_len=100).cache_for(95)
 
 
 def test_probes_parquet_round_trip(probes, tmp_path):
@@ -220,7 +233,8 @@ def test_bench_eq1_smoke(tmp_path):
     assert sorted(set(tree.n)) == [4, 10] and (tree.median_ms > 0).all()
     assert set(frame[frame.component == "eagle_head"].n) == {1, 10}
     mem = json.loads((tmp_path / "eq1.json").read_text())["memory"]
-    assert mem["scaled"] and mem["layers_built"] == 3 and mem["new_tokens"] == 8 and mem["target_bytes_scaled"] > mem["target_bytes"]
+    assert mem["scaled"] and mem["layers_built"] == 3 and mem["new_tokens"] == 8
+    assert mem["target_bytes_scaled"] > mem["target_bytes"] and mem["peak_run_bytes"] is None  # no CUDA on a CPU
     assert "T_v(n)/T_t" in (tmp_path / "eq1.md").read_text()
 
 

@@ -9,7 +9,8 @@ and the figures.
 """
 
 from specbench.analysis.bootstrap import Estimate, bootstrap
-from specbench.analysis.cells import Pool, cell_stats, evaluate
+from specbench.analysis.cells import cell_stats, evaluate
 from specbench.analysis.load import load_probes, load_results, load_steps
+from specbench.analysis.pool import Pool
 
 __all__ = ["Estimate", "Pool", "bootstrap", "cell_stats", "evaluate", "load_probes", "load_results", "load_steps"]

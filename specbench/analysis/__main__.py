@@ -15,12 +15,12 @@ def main(argv: list[str] | None = None) -> list[Path]:
     parser.add_argument("--out", type=Path, help="default: docs/tables or docs/figures")
     parser.add_argument("--manifests", type=Path, default=Path("experiments"), help="folder of per-paper YAML")
     parser.add_argument("--bench", nargs="*", default=None,
-                        help="quant_linear.json files of benchmarks/bench_quant_linear.py (default: found under --results)")
+                        help="quant_linear.json files (default: those found under --results)")
     parser.add_argument("--n-boot", type=int, default=N_BOOT)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from specbench.analysis.cells import Pool
+    from specbench.analysis.pool import Pool
     from specbench.analysis.load import available_columns, load_probes, load_results
 
     columns = [c for c in available_columns(args.results) if c not in ("answer", "accept_lengths")]

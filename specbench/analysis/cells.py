@@ -25,147 +25,13 @@ import pandas as pd
 
 from specbench.analysis import eq1
 from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate, estimate, question_weights, unit_weights
-from specbench.analysis.load import matches
-
-IDENTITY = ["config_hash", "env.gpu"]
-MATCH_KEYS = [
-    "model.source", "model.shape_only", "model.overrides", "quant.scheme", "quant.backend", "quant.rotated",
-    "quant.group_size", "quant.symmetric", "quant.quantize_lm_head", "dataset.name", "dataset.path",
-    "dataset.max_new_tokens", "dataset.max_turns", "dataset.system_prompt", "dataset.enable_thinking",
-    "dataset.ignore_eos", "timing.cuda_graphs", "timing.phase_events", "runtime.device", "runtime.dtype",
-    "runtime.temperature", "runtime.top_p", "runtime.top_k", "env.gpu", "drafter",
-]
-LIKENESS = ("model.", "quant.", "dataset.", "timing.", "runtime.", "output.name", "env.git_sha", "env.torch")
-SIXTEEN_BIT = ["fp16", "bf16", "none"]
-SUMS = ["new_tokens", "decode_s", "total_s", "steps", "accepted_tokens", "drafted_tokens", "draft_ms", "verify_ms",
-        "drafter_prefill_ms", "prompt_tokens", "draft_depth_sum", "correct"]
-
-
-def canon(value: Any) -> Any:
-    """A comparable form of a config value: nulls are None, integral floats are ints."""
-    if isinstance(value, (list, tuple, dict)):
-        return value
-    if value is None or pd.isna(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return int(value) if float(value).is_integer() else float(value)
-    return value
-
-
-def describe_overrides(spec: Mapping) -> str:
-    return ", ".join(f"{k}={v}" for k, v in spec.items())
-
-
-def baseline_overrides(baseline: str | Mapping, base_model: str | None = None) -> dict:
-    """The overrides that pick a baseline run: named (``same_precision``, ``16bit``) or given."""
-    if baseline == "same_precision":
-        spec = {}
-    elif baseline == "16bit":
-        spec = {"quant.scheme": SIXTEEN_BIT, **({"model.source": base_model} if base_model else {})}
-    elif isinstance(baseline, Mapping):
-        spec = dict(baseline)
-    else:
-        raise ValueError(f"unknown baseline {baseline!r}")
-    return spec if "drafter" in spec else {**spec, "drafter": "none"}
-
-
-def run_ids(rows: pd.DataFrame) -> pd.Series:
-    """One id per run: the config hash and the GPU (one config measured on two GPUs is two runs)."""
-    gpu = rows["env.gpu"] if "env.gpu" in rows.columns else pd.Series(None, index=rows.index, dtype=object)
-    return rows["config_hash"].astype(str) + "@" + gpu.map(lambda v: "" if pd.isna(v) else str(v))
-
-
-class Pool:
-    """All loaded rows, indexed by run (config hash x GPU), with per-run unit sums and filter masks cached."""
-
-    def __init__(self, data: pd.DataFrame, probes: pd.DataFrame | None = None):
-        columns = {c: data[c].astype(object) if pd.api.types.is_string_dtype(data[c].dtype) else data[c]
-                   for c in data.columns}  # numpy-backed strings: fast boolean indexing
-        self.data = pd.DataFrame({**columns, "_run": run_ids(data) if len(data) else None}, index=data.index)
-        self.probes = probes
-        self.runs = self.data.drop_duplicates("_run").set_index("_run", drop=False)
-        self._rows = self.data.groupby("_run").groups
-        self._canon = {k: np.array([canon(v) for v in self.runs[k]], dtype=object)
-                       for k in self.runs.columns if k.startswith(LIKENESS) or k in MATCH_KEYS}
-        self._units: dict[str, pd.DataFrame] = {}
-        self._masks: dict[tuple, np.ndarray] = {}
-
-    def rows(self, key: str) -> pd.DataFrame:
-        return self.data.loc[self._rows[key]]
-
-    def units(self, key: str) -> pd.DataFrame:
-        if key not in self._units:
-            self._units[key] = units(self.rows(key))
-        return self._units[key]
-
-    def units_of(self, rows: pd.DataFrame) -> pd.DataFrame:
-        """Unit sums of any subset of the rows (cached by the subset)."""
-        key = rows.index.to_numpy().tobytes()
-        if key not in self._units:
-            self._units[key] = units(rows)
-        return self._units[key]
-
-    def select(self, conditions: list, anys: list = ()) -> pd.DataFrame:
-        """Rows meeting every ``(column, value)`` condition and one alternative of each ``any`` list."""
-        return self.data[self._mask(conditions, anys)]
-
-    def _mask(self, conditions: list, anys: list) -> np.ndarray:
-        mask = np.ones(len(self.data), dtype=bool)
-        for key, value in conditions:
-            cache = (key, repr(value))
-            if cache not in self._masks:
-                self._masks[cache] = (matches(self.data[key], value).to_numpy(bool) if key in self.data.columns
-                                      else np.full(len(self.data), value is None))
-            mask &= self._masks[cache]
-        for alternatives in anys:
-            mask &= np.logical_or.reduce([self._mask(*_split(alt)) for alt in alternatives])
-        return mask
-
-    def baseline(self, run: Mapping, overrides: Mapping) -> str | None:
-        """The run (identity key) that serves as ``run``'s baseline under ``overrides``, or None."""
-        groups = {k.split(".")[0] for k in overrides}
-        mask = np.ones(len(self.runs), dtype=bool)
-        for key in MATCH_KEYS:
-            if key.split(".")[0] not in groups and key in self._canon:
-                target = canon(run.get(key))
-                mask &= np.fromiter((v == target for v in self._canon[key]), bool, len(mask))
-        for key, value in overrides.items():
-            mask &= matches(self.runs[key], value).to_numpy(bool) if key in self.runs.columns else value is None
-        cand = self.runs.index[mask]
-        if not len(cand):
-            return None
-        return min(cand, key=lambda k: (-len(self._rows[k]), -self._likeness(run, k), k))
-
-    def _likeness(self, run: Mapping, key: str) -> int:
-        """How many config and code-version values two runs share (breaks ties between candidate baselines)."""
-        i = self.runs.index.get_loc(key)
-        return sum(canon(run[k]) == values[i] for k, values in self._canon.items()
-                   if k in run and not isinstance(run[k], (list, dict)))
+from specbench.analysis.pool import (
+    IDENTITY, LIKENESS, Pool, baseline_overrides, describe_overrides, run_ids, units,
+)
 
 
 def _missing(value: Any) -> bool:
     return not isinstance(value, (list, tuple, dict)) and pd.isna(value)
-
-
-def _split(spec: Mapping) -> tuple[list, list]:
-    """A filter dict as ``(column, value)`` conditions and ``any`` groups."""
-    return [(k, v) for k, v in spec.items() if k != "any"], ([spec["any"]] if "any" in spec else [])
-
-
-def units(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (dataset, question, repeat) sums of the additive columns, plus ``turns``; keyed by ``qkey``."""
-    present = [c for c in SUMS if c in rows.columns]
-    frame = rows[["dataset.name", "question_id", "repeat", *present]]
-    frame = frame.assign(qkey=frame["dataset.name"].astype(str) + ":" + frame["question_id"].astype(str))
-    grouped = frame.groupby(["qkey", "dataset.name", "repeat"], sort=True)
-    out = grouped[present].sum(min_count=1).astype(float)
-    out["turns"] = grouped.size()
-    for column in SUMS:
-        if column not in out.columns:
-            out[column] = np.nan
-    return out.reset_index()
 
 
 @dataclass
@@ -190,18 +56,23 @@ class Side:
     def per_step(self, column: str) -> np.ndarray:
         return self.sum(column) / self.sum("steps")
 
+    def per_pass(self, column: str) -> np.ndarray:
+        """Per draft pass (nan without draft passes: T_d is undefined, not infinite)."""
+        return _ratio(self.sum(column), self.sum("draft_depth_sum"))
+
     def tau(self) -> np.ndarray:
         return 1 + self.sum("accepted_tokens") / self.sum("steps")
 
     def accuracy(self) -> np.ndarray:
-        return self.sum("correct") / self.sum("turns")
+        """Percent of turns scored correct."""
+        return 100 * self.sum("correct") / self.sum("turns")
 
 
 Stat = Callable[[dict, dict], np.ndarray]
 
 
 def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a / b, nan where b is 0 (no draft passes: T_d is undefined, not infinite)."""
+    """a / b, nan where b is 0."""
     return np.divide(a, b, out=np.full_like(a, np.nan), where=b != 0)
 
 
@@ -209,7 +80,7 @@ def _t_t(s: dict) -> np.ndarray:
     return s["same"].per_step("verify_ms")
 
 
-# metric -> (sides it needs, statistic); "method", "baseline" (the cell's), "same" and "16bit" (AR runs)
+# metric -> (sides it needs, statistic); sides: "method", "baseline" (the cell's), "same" (same-precision AR)
 METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "tok_s": (("method",), lambda s, o: s["method"].speed(o["prefill"], o["average"])),
     "tau": (("method",), lambda s, o: s["method"].tau()),
@@ -221,13 +92,13 @@ METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "drafter_prefill_ms": (("method",), lambda s, o: s["method"].sum("drafter_prefill_ms") / s["method"].sum("turns")),
     "draft_ms_per_step": (("method",), lambda s, o: s["method"].per_step("draft_ms")),
     "draft_len": (("method",), lambda s, o: s["method"].per_step("draft_depth_sum")),
-    "draft_ms_per_len": (("method",), lambda s, o: _ratio(s["method"].sum("draft_ms"), s["method"].sum("draft_depth_sum"))),
+    "draft_ms_per_len": (("method",), lambda s, o: s["method"].per_pass("draft_ms")),
     "accuracy": (("method",), lambda s, o: s["method"].accuracy()),
-    "accuracy_change": (("method", "baseline"), lambda s, o: 100 * (s["method"].accuracy() / s["baseline"].accuracy() - 1)),
+    "accuracy_change": (("method", "baseline"),
+                        lambda s, o: 100 * (s["method"].accuracy() / s["baseline"].accuracy() - 1)),
     # Eq. (1), effective terms from the step timings
     "tv_over_tt": (("method", "same"), lambda s, o: s["method"].per_step("verify_ms") / _t_t(s)),
-    "td_over_tt": (("method", "same"), lambda s, o: _ratio(s["method"].sum("draft_ms"), s["method"].sum("draft_depth_sum"))
-                   / _t_t(s)),
+    "td_over_tt": (("method", "same"), lambda s, o: s["method"].per_pass("draft_ms") / _t_t(s)),
     "predicted_speedup": (("method", "same"), lambda s, o: s["method"].tau() * _t_t(s)
                           / (s["method"].per_step("draft_ms") + s["method"].per_step("verify_ms"))),
 }
@@ -252,7 +123,7 @@ def evaluate(metric: str, rows: pd.DataFrame, pool: Pool, *, prefill: str = "exc
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     if rows.empty:
         return "not run"
-    runs = rows.drop_duplicates(IDENTITY)
+    runs = rows.drop_duplicates([c for c in IDENTITY if c in rows.columns])
     if (why := _ambiguity(runs)) is not None:
         return why
     needs, stat = METRICS[metric]
@@ -262,17 +133,17 @@ def evaluate(metric: str, rows: pd.DataFrame, pool: Pool, *, prefill: str = "exc
         if not isinstance(found, str):
             return found
         probe_note = f"{found}; "
-    specs = {"baseline": baseline_overrides(baseline, base_model), "same": baseline_overrides("same_precision"),
-             "16bit": baseline_overrides("16bit", base_model)}
+    specs = {"baseline": baseline_overrides(baseline, base_model), "same": baseline_overrides("same_precision")}
     side_units = {"method": pool.units_of(rows)}
+    side_runs = {"method": tuple(run_ids(runs))}
     for side in needs[1:]:
-        parts = []
+        keys = []
         for _, run in runs.iterrows():
-            key = pool.baseline(run, specs[side])
-            if key is None:
+            keys.append(pool.baseline(run, specs[side]))
+            if keys[-1] is None:
                 return f"not run: no {side} baseline ({describe_overrides(specs[side])}) for {run['drafter']}"
-            parts.append(pool.units(key))
-        side_units[side] = pd.concat(parts, ignore_index=True)
+        side_units[side] = pd.concat([pool.units(k) for k in keys], ignore_index=True)
+        side_runs[side] = tuple(keys)
     for column, needed_by in (("draft_depth_sum", DEPTH_METRICS), ("correct", ("accuracy", "accuracy_change"))):
         if metric in needed_by and side_units["method"][column].isna().all():
             return f"not run: no {column} (steps.parquet / scored answers)"
@@ -283,10 +154,12 @@ def evaluate(metric: str, rows: pd.DataFrame, pool: Pool, *, prefill: str = "exc
     strata = [k.rsplit(":", 1)[0] for k in shared]
     qw = question_weights(strata, n_boot, rng)
     column = {k: i for i, k in enumerate(shared)}
-    sides = {}
+    sides, drawn = {}, {}
     for name, u in side_units.items():
         u = u[u.qkey.isin(column)].reset_index(drop=True)
-        sides[name] = Side(u, unit_weights(qw, u.qkey.map(column).to_numpy(), rng))
+        if side_runs[name] not in drawn:  # a run that is its own baseline shares its repeat draws
+            drawn[side_runs[name]] = unit_weights(qw, u.qkey.map(column).to_numpy(), rng)
+        sides[name] = Side(u, drawn[side_runs[name]])
     options = {"prefill": prefill, "average": average}
     with np.errstate(divide="ignore", invalid="ignore"):
         if over:
@@ -296,10 +169,11 @@ def evaluate(metric: str, rows: pd.DataFrame, pool: Pool, *, prefill: str = "exc
         else:
             replicates = stat(sides, options)
     dropped = len(set(side_units["method"].qkey)) - len(shared)
-    note = probe_note + (f"{metric} from step timings (effective)" if metric in EQ1 else "")
-    if dropped:
-        note += f"{'; ' if note else ''}paired on {len(shared)} questions ({dropped} without baseline)"
-    return estimate(replicates, n=len(shared), level=level, note=note)
+    notes = [probe_note + f"{metric} from step timings (effective)" if metric in EQ1 else "",
+             f"paired on {len(shared)} questions ({dropped} without baseline)" if dropped else "",
+             "acceptance replayed (tau imposed)" if "replay" in set(rows.get("acceptance_source", ())) else "",
+             f"mean over {len(set(strata))} datasets ({', '.join(dict.fromkeys(strata))})" if over else ""]
+    return estimate(replicates, n=len(shared), level=level, note="; ".join(n for n in notes if n))
 
 
 def _probe_estimate(metric, rows, runs, pool, n_boot, seed, level) -> Estimate | str:
@@ -341,17 +215,18 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "drafter_prefill_ms": ("drafter_prefill_ms", {}),
     "draft_ms_per_step": ("draft_ms_per_step", {}),
 }
-RUN_COLUMNS = ["model.source", "weights", "quant.scheme", "quant.backend", "quant.group_size", "quant.rotated",
-               "drafter", "dataset.name", "dataset.max_new_tokens", "runtime.temperature", "runtime.device", "env.gpu",
-               "config_hash"]
+RUN_COLUMNS = ["model.source", "weights", "acceptance_source", "quant.scheme", "quant.backend", "quant.group_size",
+               "quant.rotated", "drafter", "dataset.name", "dataset.max_new_tokens", "runtime.temperature",
+               "runtime.device", "env.gpu", "output.name", "config_hash"]
 
 
 def cell_stats(data: pd.DataFrame, by: list[str] | None = None, probes: pd.DataFrame | None = None,
                variants: Mapping[str, tuple[str, dict]] = VARIANTS, n_boot: int = N_BOOT, seed: int = 0,
                level: float = LEVEL) -> pd.DataFrame:
-    """One row per run (and per ``by`` value): each variant's value, ``_lo`` and ``_hi`` (nan where missing)."""
+    """One row per run (config hash x GPU x experiment name, and per ``by`` value): each variant's value, ``_lo``
+    and ``_hi`` (nan where missing)."""
     pool = Pool(data, probes)
-    groups = [*IDENTITY, *(by or [])]
+    groups = [*[c for c in IDENTITY if c in data.columns], *(by or [])]
     out = []
     for _, rows in pool.data.groupby(groups, dropna=False, sort=False):
         first = rows.iloc[0]

@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-ROW_KEY = ["config_hash", "env.gpu", "question_id", "turn", "repeat"]
+ROW_KEY = ["config_hash", "env.gpu", "output.name", "question_id", "turn", "repeat"]
 PROBE_COLUMNS = ["config_hash", "model.source", "quant.scheme", "quant.backend", "env.gpu", "probe", "n", "mask",
                  "context", "median_ms", "p10_ms", "p90_ms", "replays"]
 
@@ -110,7 +110,7 @@ def available_columns(paths_or_globs) -> list[str]:
 
 def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, columns: list[str] | None = None,
                  steps: bool = False) -> pd.DataFrame:
-    """Result rows of every ``results.parquet`` found, filtered; duplicates of one run (copies) read once.
+    """Result rows of every ``results.parquet`` found, filtered; copies of one run folder are read once.
 
     ``steps=True`` adds ``draft_depth_sum``: the summed draft depth of each row's steps (from the sibling
     ``steps.parquet``), which per-draft-pass timings need.

@@ -20,7 +20,8 @@ import pandas as pd
 import yaml
 
 from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate
-from specbench.analysis.cells import Pool, evaluate
+from specbench.analysis.cells import evaluate
+from specbench.analysis.pool import Pool
 
 LABELS = ("P", "C", "D", "?")
 PAPER = re.compile(r"^\s*(?P<body>.*?)\s*(?:\[(?P<label>[PCD?])\])?\s*$")

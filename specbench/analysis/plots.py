@@ -25,13 +25,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from specbench.analysis.cells import SIXTEEN_BIT, cell_stats  # noqa: E402
+from specbench.analysis.cells import cell_stats  # noqa: E402
+from specbench.analysis.pool import SIXTEEN_BIT  # noqa: E402
 from specbench.analysis.load import find_files  # noqa: E402
 
 STYLE = {"figure.dpi": 110, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,
          "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False}
 SCHEMES = ["none", "fp16", "bf16", "w8a8_int8", "w8a8_fp8", "w8a16", "w4a16", "w4a8", "auto"]
 COLORS = dict(zip(SCHEMES, plt.get_cmap("tab10").colors))
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 PANEL_W, PANEL_H = 3.3, 2.4
 
 
@@ -44,8 +46,9 @@ def scheme_label(row: pd.Series) -> str:
 
 def setting(row: pd.Series) -> str:
     device = row["env.gpu"] if isinstance(row.get("env.gpu"), str) else row["runtime.device"]
-    return (f"{row['model.source']} · {device} · {row['dataset.name']} · {int(row['dataset.max_new_tokens'] or 0)} tok"
-            f" · T={row['runtime.temperature']:g}")
+    tokens = int(row["dataset.max_new_tokens"] or 0)
+    temperature = row["runtime.temperature"]
+    return f"{row['model.source']} · {device} · {row['dataset.name']} · {tokens} tok · T={temperature:g}"
 
 
 def figure(rows: int, cols: int, title: str):
@@ -72,7 +75,8 @@ def save(fig, out: Path, name: str) -> list[Path]:
 
 
 def _err(frame: pd.DataFrame, key: str) -> list:
-    return [(frame[key] - frame[f"{key}_lo"]).clip(lower=0).fillna(0), (frame[f"{key}_hi"] - frame[key]).clip(lower=0).fillna(0)]
+    return [(frame[key] - frame[f"{key}_lo"]).clip(lower=0).fillna(0),
+            (frame[f"{key}_hi"] - frame[key]).clip(lower=0).fillna(0)]
 
 
 def _best(frame: pd.DataFrame) -> pd.Series:
@@ -81,7 +85,8 @@ def _best(frame: pd.DataFrame) -> pd.Series:
 
 
 def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
-    title = f"Quantization alone (solid) + {drafter} (hatched), over 16-bit AR; ↑ = {drafter} over same-precision AR"
+    title = (f"Quantization alone (solid) + {drafter} (hatched; crossed out where {drafter} is slower), over 16-bit "
+             f"AR; ↑ = {drafter} over same-precision AR")
     ar = stats[stats.drafter == "none"]
     if ar.empty:
         return no_data(title, "no autoregressive runs")
@@ -104,9 +109,13 @@ def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
             if sd is None:
                 ax.text(x, quant, f"no {drafter} run", ha="center", va="bottom", fontsize=6, color="0.4")
                 continue
-            ax.bar(x, sd["speedup16"] - quant, bottom=quant, color=color, alpha=0.45, hatch="//", width=0.6)
-            ax.errorbar(x, sd["speedup16"], yerr=[[sd["speedup16"] - sd["speedup16_lo"]],
-                                                   [sd["speedup16_hi"] - sd["speedup16"]]], color="k", capsize=2, lw=0.8)
+            gain = sd["speedup16"] - quant
+            if gain >= 0:
+                ax.bar(x, gain, bottom=quant, color=color, alpha=0.45, hatch="//", width=0.6)
+            else:  # the drafter is slower than AR: cross out what it loses
+                ax.bar(x, -gain, bottom=sd["speedup16"], color="white", edgecolor="0.3", hatch="xx", width=0.6, lw=0)
+            low, high = sd["speedup16"] - sd["speedup16_lo"], sd["speedup16_hi"] - sd["speedup16"]
+            ax.errorbar(x, sd["speedup16"], yerr=[[max(low, 0)], [max(high, 0)]], color="k", capsize=2, lw=0.8)
             ax.text(x, max(sd["speedup16_hi"], quant), f"↑{sd['speedup']:.2f}", ha="center", va="bottom",
                     color="tab:red", fontsize=7)
         tops = [max(b[1]["speedup16"], b[2]["speedup16_hi"] if b[2] is not None else 0) for b in bars]
@@ -119,10 +128,15 @@ def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
 
 
 def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, style: str = "-") -> None:
+    """A line per group: colour = scheme, marker = the group's rank within its scheme."""
+    seen: dict[str, int] = {}
     for key, line in frame.groupby(group, sort=True, dropna=False):
         line = line.sort_values(x)
-        color = COLORS.get(line["quant.scheme"].iloc[0], "0.5")
-        ax.plot(line[x], line[y], style, marker="o", ms=3, color=color, label=label_of(line.iloc[0]))
+        scheme = line["quant.scheme"].iloc[0]
+        color, rank = COLORS.get(scheme, "0.5"), seen.setdefault(scheme, 0)
+        seen[scheme] += 1
+        ax.plot(line[x], line[y], style, marker=MARKERS[rank % len(MARKERS)], ms=3.5, color=color,
+                label=label_of(line.iloc[0]))
         if f"{y}_lo" in line and line[f"{y}_lo"].notna().any():
             ax.fill_between(line[x], line[f"{y}_lo"], line[f"{y}_hi"], color=color, alpha=0.15, lw=0)
 
@@ -130,7 +144,7 @@ def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, 
 def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tuple[str, str]], group: list[str],
           label_of, why: str):
     """A row of panels per setting: each ``(column, ylabel)`` against ``x``, a line per ``group``."""
-    frame = stats.dropna(subset=[x])
+    frame = stats.dropna(subset=[x]) if x in stats else stats.iloc[:0]
     if frame.empty:
         return no_data(title, why)
     settings = sorted(frame.setting.unique())
@@ -152,10 +166,10 @@ def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tup
 
 def tree_sweep(stats: pd.DataFrame):
     eagle = stats[stats.drafter == "eagle"]
-    source = "probes" if eagle.get("eq1_source", pd.Series(dtype=str)).str.contains("probes").any() else "step timings"
-    return sweep(eagle, "EAGLE-2: tau, T_v(n)/T_t and speedup against tree size (2505.22179 Figs. 2-3)",
+    return sweep(eagle, "EAGLE-2: tau, T_v(n)/T_t and speedup against tree size (2505.22179 Figs. 2-3); T_v(n)/T_t "
+                 "from probes where one matches n, else from step timings; dashed: over 16-bit AR",
                  "drafter.tree_size", "tree size n (verified tokens)",
-                 [("tau", "tau (bonus counted)"), ("tv_over_tt", f"T_v(n)/T_t ({source})"),
+                 [("tau", "tau (bonus counted)"), ("tv_over_tt", "T_v(n)/T_t"),
                   ("speedup", "speedup over same-precision AR")],
                  ["scheme_label", "drafter.depth"], lambda r: f"{r.scheme_label} d={r['drafter.depth']:g}",
                  "no EAGLE runs with drafter.tree_size")
@@ -185,7 +199,8 @@ def k_gamma(stats: pd.DataFrame):
 
 def eq1(stats: pd.DataFrame):
     title = "Eq. (1): predicted tau / (d T_d/T_t + T_v/T_t) against measured speedup"
-    sd = stats[(stats.drafter != "none")].dropna(subset=["speedup", "predicted_speedup"])
+    needed = ["speedup", "predicted_speedup"]
+    sd = stats[stats.drafter != "none"].dropna(subset=needed) if set(needed) <= set(stats) else stats.iloc[:0]
     if sd.empty:
         return no_data(title, "no drafter runs with a same-precision AR baseline")
     fig, axes = figure(1, 1, title)
@@ -215,10 +230,10 @@ def kernel_backends(bench_files: list[Path]):
     fig, axes = figure(1, len(panels), title)
     for ax, (device, model) in zip(axes[0], panels):
         here = frame[(frame.device == device) & (frame.model == model)]
-        for (scheme, group, backend), line in here.groupby(["scheme", "group_size", "backend"], sort=True):
+        for i, ((scheme, group, backend), line) in enumerate(here.groupby(["scheme", "group_size", "backend"])):
             line = line.sort_values("M")
             style = "--" if backend in ("dense", "reference") else "-"
-            ax.plot(line.M, line.ratio_to_M1, style, marker="o", ms=2.5, color=COLORS.get(scheme, "0.3"),
+            ax.plot(line.M, line.ratio_to_M1, style, marker=MARKERS[i % len(MARKERS)], ms=3, color=COLORS.get(scheme),
                     label=f"{scheme}{'' if group in (-1, None) else f'-g{group}'} · {backend}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("M (tokens in the forward)")

@@ -96,7 +96,8 @@ def markdown(header: list[str], lines: list[list[str]]) -> str:
 
 
 LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-         "}": r"\}", "~": r"$\sim$", "^": r"\^{}", "×": r"$\times$", "±": r"$\pm$", "→": r"$\to$", "Δ": r"$\Delta$",
+         "}": r"\}", "~": r"$\sim$", "^": r"\^{}", "×": r"$\times$", "±": r"$\pm$", "→": r"$\to$",
+         "Δ": r"$\Delta$",
          "τ": r"$\tau$", "≈": r"$\approx$", "—": "--", "✓": r"$\checkmark$", "✗": r"$\times$", "<": r"$<$",
          ">": r"$>$", "–": "--"}
 
@@ -118,7 +119,8 @@ def _counts(cells: pd.DataFrame) -> str:
     filled = int((cells.status == "filled").sum())
     matched = int((cells.match == "yes").sum())
     compared = int(cells.match.isin(["yes", "no"]).sum())
-    text = f"{len(cells)} cells: {filled} filled, {len(cells) - filled} not run; {int(cells.published.sum())} with a paper value"
+    text = (f"{len(cells)} cells: {filled} filled, {len(cells) - filled} not run; "
+            f"{int(cells.published.sum())} with a paper value")
     return text + (f"; {matched}/{compared} within tolerance" if compared else "")
 
 
@@ -128,8 +130,8 @@ def write_table(manifest: Manifest, table: dict, cells: pd.DataFrame, out: Path)
     vhead, vlines = variant_rows(cells)
     meta = [f"# {table['title']}", "", f"Paper: {manifest.data['title']} (arXiv {manifest.data.get('arxiv')}); "
             f"values from {manifest.data.get('spec')}.", "",
-            f"Runs: `python -m specbench {table['experiment']}`" if table.get("experiment") else
-            "Runs: see results/smoke/README.md", "", _counts(cells), ""]
+            f"Runs: `python -m specbench -m {table['experiment']}`" if table.get("experiment") else
+            "Runs: no Hydra experiment (see the notes).", "", _counts(cells), ""]
     meta += [f"- {n}" for n in table.get("notes", [])] + [""]
     md = "\n".join(meta) + "\n## Table\n\n" + markdown(head, lines) + "\n## Cells\n\n" + markdown(LONG_HEADER,
                                                                                                  long_form(cells))

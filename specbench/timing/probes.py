@@ -21,6 +21,12 @@ with a CUDA event between consecutive calls (the host stays ahead of the GPU, so
 one call); on a CPU each call is timed with ``perf_counter`` (a CPU forward is synchronous). Rows report the
 median, 10th and 90th percentile and mean in milliseconds.
 
+The native attention reads every slot of the static cache (``runtime.max_seq_len`` plus the runner's scratch slots),
+filled or not, so a forward's cost depends on the cache size (column ``cache_slots``), not on how much of it is
+filled. By default each context is probed with a cache just large enough for it, so T_t(ctx) grows with ctx as with
+an attention kernel that reads only the filled length (SpecMQuant's); ``ProbeSettings.max_seq_len`` fixes one
+cache size instead, to reproduce a run's costs.
+
 ``effective_terms`` / ``eq1_report`` recover the same terms from a run's ``steps.parquet`` (per-step phase times
 from ``specbench.timing.phases``) and set Eq. (1)'s prediction next to the measured speedup.
 """
@@ -31,7 +37,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,8 +51,8 @@ from specbench.model.kv_cache import causal_mask, tree_mask
 PROBES = ("T_t", "T_v", "T_d", "prefill")
 MASKS = ("causal", "tree", "sequence")
 COLUMNS = ["probe", "n", "mask", "context", "median_ms", "p10_ms", "p90_ms", "mean_ms", "replays", "component",
-           "bucket", "cuda_graphs", "timer", "model", "quant", "backend", "kernel", "dtype", "layers", "gpu",
-           "device", "torch"]
+           "bucket", "cuda_graphs", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype", "layers",
+           "gpu", "device", "torch"]
 
 
 # --------------------------------------------------------------------------------------------- timing
@@ -208,25 +214,40 @@ class ProbeSettings:
     buckets: Sequence[int] = DEFAULT_BUCKETS
     seed: int = 0
     extra: dict = field(default_factory=dict)  # more identity columns for every row
+    # KV-cache size of the probed runners. The native attention reads every slot of the static cache (max_seq_len
+    # plus the runner's scratch slots), filled or not, so T_t depends on the cache size, not on the fill. None: a
+    # cache per context just large enough for it (T_t(ctx) then grows with ctx, like a kernel that reads only the
+    # filled length); an int: one cache of that size for every context (match a run's runtime.max_seq_len).
+    max_seq_len: int | None = None
 
-    def max_seq_len(self) -> int:
-        return max(self.contexts, default=0) + max([*self.verify_sizes, *self.head_rows, 1]) + 8
+    def largest_forward(self) -> int:
+        return max([*self.verify_sizes, *self.head_rows, 1])
+
+    def cache_for(self, context: int) -> int:
+        """max_seq_len of the runner that probes ``context``."""
+        need = context + self.largest_forward() + 8
+        if self.max_seq_len is None:
+            return need
+        if self.max_seq_len < need:
+            raise ValueError(f"max_seq_len {self.max_seq_len} cannot hold context {context} + {self.largest_forward()}")
+        return self.max_seq_len
 
 
 class Prober:
     """Probes one causal LM (a target or a draft model) through a ``ModelSession`` over its own runner."""
 
-    def __init__(self, model, settings: ProbeSettings, *, component: str = "target", identity: dict | None = None):
+    def __init__(self, model, settings: ProbeSettings, *, component: str = "target", identity: dict | None = None,
+                 max_seq_len: int | None = None):
         self.settings = settings
-        self.runner = ForwardRunner(model, settings.max_seq_len(), cuda_graphs=settings.cuda_graphs,
-                                    buckets=settings.buckets)
+        size = max_seq_len or settings.cache_for(max(settings.contexts, default=0))
+        self.runner = ForwardRunner(model, size, cuda_graphs=settings.cuda_graphs, buckets=settings.buckets)
         self.session = ModelSession(self.runner)
         self.device = self.runner.device
         self.vocab = model.config.vocab_size
         self.component = component
         self.identity = {**(identity or model_identity(model, self.device)), **settings.extra}
         g = torch.Generator().manual_seed(settings.seed)
-        self.ids = torch.randint(0, self.vocab, (settings.max_seq_len(),), generator=g).tolist()
+        self.ids = torch.randint(0, self.vocab, (size,), generator=g).tolist()
 
     # ----- plumbing
 
@@ -235,7 +256,7 @@ class Prober:
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": self.component, "bucket": bucket,
                 "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None), "timer": timing.timer,
-                **self.identity}
+                "cache_slots": self.runner.total_slots, **self.identity}
 
     @torch.inference_mode()
     def set_context(self, context: int) -> None:
@@ -305,11 +326,12 @@ class Prober:
 class HeadProber:
     """Probes an EAGLE head's draft pass: ``rows`` frontier nodes at one tree level, after ``context`` pairs."""
 
-    def __init__(self, head, settings: ProbeSettings, *, name: str | None = None):
+    def __init__(self, head, settings: ProbeSettings, *, name: str | None = None, max_seq_len: int | None = None):
         self.settings = settings
-        extra = settings.tree_depth * settings.tree_topk
-        self.runner = ForwardRunner(head, settings.max_seq_len() + extra, cuda_graphs=settings.cuda_graphs,
-                                    buckets=settings.buckets)
+        size = max_seq_len or settings.cache_for(max(settings.contexts, default=0))
+        # as EagleDrafter sizes its head's cache: the target's plus room for the tree's frontier nodes
+        self.runner = ForwardRunner(head, size + settings.tree_depth * settings.tree_topk,
+                                    cuda_graphs=settings.cuda_graphs, buckets=settings.buckets)
         self.head = head
         self.device = self.runner.device
         self.hidden = head.config.hidden_size
@@ -354,7 +376,7 @@ class HeadProber:
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": "eagle_head", "bucket": bucket,
                 "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None), "timer": timing.timer,
-                **self.identity}
+                "cache_slots": self.runner.total_slots, **self.identity}
 
 
 def run_probes(target, settings: ProbeSettings | None = None, *, head=None, draft_model=None,
@@ -367,29 +389,39 @@ def run_probes(target, settings: ProbeSettings | None = None, *, head=None, draf
     s = settings or ProbeSettings()
     say = log or (lambda _msg: None)
     rows = []
-    prober = Prober(target, s, identity=identity)
-    for context in s.contexts:
+
+    def per_context(make, probe_one):
+        """One prober for all contexts (fixed cache size) or one per context (a cache sized for it)."""
+        shared = make(s.max_seq_len) if s.max_seq_len is not None else None
+        for context in s.contexts:
+            prober = shared or make(s.cache_for(context))
+            probe_one(prober, context)
+            if shared is None:
+                del prober
+                _free(target)
+        return shared
+
+    def target_probes(prober, context):
         if s.prefill:
             rows.append(prober.prefill(context))
         decode = prober.decode(context)
         verifies = [prober.verify(n, context, mask) for mask in s.masks for n in s.verify_sizes]
-        rows += [decode, *verifies]
+        rows.extend([decode, *verifies])
         t_t = decode["median_ms"]
         say(f"  context {context}: T_t {t_t:.3f} ms; " + ", ".join(
             f"T_v({r['n']},{r['mask'][0]}) x{r['median_ms'] / t_t:.2f}" for r in verifies))
-    name = prober.identity["model"]
-    del prober
+
+    name = getattr(target, "source", None) or type(target).__name__
+    if identity is not None:
+        name = identity.get("model", name)
+    per_context(lambda size: Prober(target, s, identity=identity, max_seq_len=size), target_probes)
     if head is not None:
-        hp = HeadProber(head, s, name=name)
-        for context in s.contexts:
-            for k in s.head_rows:
-                rows.append(hp.draft_pass(k, context))
-        del hp
+        per_context(lambda size: HeadProber(head, s, name=name, max_seq_len=size),
+                    lambda hp, context: rows.extend(hp.draft_pass(k, context) for k in s.head_rows))
     if draft_model is not None:
-        dp = Prober(draft_model, s, component="draft_model")
-        for context in s.contexts:
-            rows.append(dp.decode(context, probe="T_d"))
-        del dp
+        per_context(lambda size: Prober(draft_model, s, component="draft_model", max_seq_len=size),
+                    lambda dp, context: rows.append(dp.decode(context, probe="T_d")))
+    _free(target)
     frame = pd.DataFrame(rows)
     return frame[[c for c in COLUMNS if c in frame] + [c for c in frame if c not in COLUMNS]]
 
@@ -450,6 +482,12 @@ def eq1_from_probes(probes: pd.DataFrame, *, tau: float, d: int, n: int, context
     return {"tau": tau, "d": d, "n": n, "context": ctx, "T_t_ms": t_t, "T_v_ms": t_v, "T_d_ms": t_d,
             "verify_ratio": t_v / t_t, "draft_ratio": d * t_d / t_t,
             "predicted_speedup": eq1_speedup(tau, d, t_d, t_t, t_v)}
+
+
+def _free(model) -> None:
+    if next(model.parameters()).device.type == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
 
 
 PHASE_COLUMNS = ("draft_ms", "verify_ms", "accept_ms", "sample_ms")
@@ -524,7 +562,8 @@ def eq1_report(sd_run, ar_run, *, d: float | None = None, probes: pd.DataFrame |
     * ``predicted_speedup_steps``: ``tau * AR step time / SD step time``, the phases' whole step (accept and
       bookkeeping included), i.e. what the step logs imply;
     * ``measured_speedup`` (and ``_micro``): from wall-clock ``results.parquet`` (when present);
-    * with ``probes``: ``probe_speedup``, Eq. (1) with isolated probe medians at the run's mean draft size.
+    * with ``probes``: ``probe_speedup``, Eq. (1) with isolated probe medians at the run's mean draft size and
+      the probed context nearest to ``context`` (default: mean prompt length plus half the mean answer).
     """
     sd_results, sd_steps = _read_run(sd_run)
     ar_results, ar_steps = _read_run(ar_run)
@@ -543,7 +582,12 @@ def eq1_report(sd_run, ar_run, *, d: float | None = None, probes: pd.DataFrame |
         out.update(measured_speedup(sd_results, ar_results))
         out["prediction_error"] = out["predicted_speedup"] / out["measured_speedup"] - 1
     if probes is not None:
-        ctx = context if context is not None else int(sd_results.prompt_tokens.mean()) if sd_results is not None else 512
+        if context is not None:
+            ctx = context
+        elif sd_results is not None:  # the mean context while decoding: prompt plus half the answer
+            ctx = int((sd_results.prompt_tokens + sd_results.new_tokens / 2).mean())
+        else:
+            ctx = 512
         n = max(1, int(round(sd["nodes"])) + 1)
         has_draft = d is not None and d > 0
         p = eq1_from_probes(probes, tau=sd["tau"], d=int(d) if has_draft else 0, n=n, context=ctx)
@@ -570,7 +614,3 @@ def summarize_probes(frame: pd.DataFrame) -> str:
         lines.append(f"| {r.model} | {r.quant} | {r.backend} | {r.probe} | {r.component} | {r.mask} | {r.context} | "
                      f"{r.n} | {r.bucket} | {r.median_ms:.3f} | {r.p10_ms:.3f} | {r.p90_ms:.3f} | {ratio} |")
     return "\n".join(lines) + "\n"
-
-
-def probe_grid(values: Iterable[int] | None, default: Sequence[int]) -> list[int]:
-    return list(values) if values else list(default)

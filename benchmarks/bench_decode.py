@@ -1,0 +1,383 @@
+"""Autoregressive decode throughput of the Llama-3-8B shape on one GPU, against transformers and the roofline.
+
+Measured in one run on one GPU (bf16, batch 1, greedy, random weights of the real shapes):
+
+1. device-to-device copy bandwidth (4 GiB, bytes read + written) and the roofline
+   ``tokens/s = bandwidth / weight bytes`` (all parameters, as in docs/h200-anchors.md; a second roofline counts
+   only the bytes a decode step must read: every weight but the embedding table, plus the static KV cache);
+2. specbench's decode loop (``ModelSession`` + ``ForwardRunner`` + ``generate`` with the ``none`` drafter) with
+   CUDA graphs on, and with them off;
+3. transformers' ``LlamaForCausalLM.generate`` from the same config (random bf16 weights, default attention, no
+   compilation (``disable_compile=True``), default dynamic cache; then ``cache_implementation="static"`` if that
+   works; a variant that fails is reported with its error);
+4. the speculative loop's host-side overhead at this shape (n-gram drafter; EAGLE-2 with a random head and
+   replayed acceptance): the share of a step's wall time not covered by the isolated GPU time of its forwards
+   (probe replays, ``specbench.timing.probes``) and, where the profiler works, by measured kernel time. (A random
+   head gives near-uniform draft distributions, so its EAGLE-2 trees are wide and shallow and the replayed tau is
+   capped at depth + 1 of those trees: the row reports the tau reached.)
+
+Decode tokens/s everywhere = tokens produced after the prefill's first token / time after the prefill:
+``generate``'s ``steps / decode_s``; for transformers ``(N - 1) / (T(N) - T(1))`` with T(k) the wall time of
+``generate(max_new_tokens=k)``. ``--smoke`` runs the shipped tiny shape on CPU to check the script.
+
+    python -m benchmarks.bench_decode --out results/bench_decode          # on the GPU machine, < 6 minutes
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from specbench.decoding.forward import ForwardRunner
+from specbench.decoding.generate import generate
+from specbench.decoding.sampling import SamplingParams
+from specbench.decoding.session import ModelSession
+from specbench.drafters import DraftContext, build_drafter
+from specbench.drafters.eagle_head import random_eagle_head
+from specbench.model import load_hf_config, load_model
+from specbench.timing.phases import PhaseTimer
+from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
+
+TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
+MODEL = "llama-3-8b-instruct"
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+def free(device: str) -> None:
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
+    """Device-to-device copy of ``nbytes``: bytes read + written per second (median of ``replays``)."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(0, 255)
+    dst = torch.empty_like(src)
+    t = time_calls(lambda: dst.copy_(src), device, replays=replays, warmup=3)
+    del src, dst
+    free(device)
+    return {"bytes": nbytes, "median_ms": t.median_ms, "bandwidth_Bps": 2 * nbytes / (t.median_ms / 1e3)}
+
+
+def tensor_bytes(module: torch.nn.Module) -> int:
+    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()]}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
+def random_prompt(vocab: int, length: int, seed: int = 0) -> list[int]:
+    return torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(seed)).tolist()
+
+
+def native_decode(model, prompt: list[int], new_tokens: int, repeats: int, cuda_graphs: bool, max_seq_len: int) -> dict:
+    """specbench's AR loop: median decode tokens/s over ``repeats`` generations after one warm-up."""
+    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=cuda_graphs))
+    drafter = build_drafter("none", DraftContext(session, SamplingParams()))
+    generate(session, drafter, prompt, max_new_tokens=new_tokens)  # warm-up; captures the decode graph
+    runs = []
+    for _ in range(repeats):
+        gen = generate(session, drafter, prompt, max_new_tokens=new_tokens)
+        runs.append({"steps": gen.steps, "decode_s": gen.decode_s, "prefill_s": gen.prefill_s,
+                     "tok_s": gen.steps / gen.decode_s, "tok_s_specmquant": len(gen.tokens) / gen.decode_s})
+    del session, drafter
+    return {"cuda_graphs": cuda_graphs, "tok_s": statistics.median(r["tok_s"] for r in runs),
+            "tok_s_specmquant": statistics.median(r["tok_s_specmquant"] for r in runs),
+            "ms_per_token": 1e3 / statistics.median(r["tok_s"] for r in runs), "runs": runs}
+
+
+def hf_model(hf_config: dict, device: str, dtype: torch.dtype):
+    """transformers' LlamaForCausalLM from ``hf_config`` with random weights, built directly on ``device``."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(**{k: v for k, v in hf_config.items() if k not in ("architectures", "torch_dtype", "dtype")})
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        with torch.device(device):
+            model = LlamaForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    model.generation_config.eos_token_id = None  # random weights: never stop early
+    model.generation_config.pad_token_id = 0
+    return model.eval()
+
+
+def hf_decode(model, prompt: list[int], new_tokens: int, repeats: int, device: str, **generate_kwargs) -> dict:
+    """Decode tokens/s of ``model.generate``: (N - 1) / (T(N) - T(1)), medians over ``repeats``."""
+    ids = torch.tensor([prompt], device=device)
+    mask = torch.ones_like(ids)
+
+    def timed(n: int) -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=n, min_new_tokens=n,
+                                 do_sample=False, **generate_kwargs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        if out.shape[1] != ids.shape[1] + n:
+            raise RuntimeError(f"generate returned {out.shape[1] - ids.shape[1]} tokens, not {n}")
+        return time.perf_counter() - t0
+
+    timed(4)  # warm-up
+    first = statistics.median(timed(1) for _ in range(3))
+    full = [timed(new_tokens) for _ in range(repeats)]
+    decode_s = statistics.median(full) - first
+    return {"tok_s": (new_tokens - 1) / decode_s, "ms_per_token": 1e3 * decode_s / (new_tokens - 1),
+            "t_first_s": first, "t_full_s": full, "generate_kwargs": {k: str(v) for k, v in generate_kwargs.items()},
+            "attn_implementation": getattr(model.config, "_attn_implementation", None)}
+
+
+def kernel_time_ms(prof) -> float | None:
+    """Sum of device (kernel) self time recorded by a torch profiler run, or None if it recorded none."""
+    total = 0.0
+    for event in prof.key_averages():
+        us = getattr(event, "self_device_time_total", None)
+        if us is None:
+            us = getattr(event, "self_cuda_time_total", 0.0)
+        total += us or 0.0
+    return total / 1e3 if total > 0 else None
+
+
+def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
+                replays: int, tau: float) -> dict:
+    """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
+    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True))
+    ctx = DraftContext(session, SamplingParams())
+    acceptor, head = None, None
+    if kind == "ngram":
+        drafter, mask, settings = build_drafter("ngram", ctx), "sequence", "K=(1,3), gamma=5, real greedy acceptance"
+    else:
+        head = random_eagle_head(model)
+        drafter = build_drafter("eagle", ctx, head=head, topk=10, depth=6, tree_size=60)
+        mask, settings = "tree", "k=10, d=6, n=60, random head"
+        try:
+            from specbench.decoding.replay import ReplayAcceptance
+
+            acceptor = ReplayAcceptance(tau=tau)
+            settings += f", replayed tau={tau}"
+        except ImportError:
+            settings += ", real acceptance"
+    kwargs = {"acceptor": acceptor} if acceptor is not None else {}
+    generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs)  # warm-up: captures every bucket
+    if acceptor is not None:
+        acceptor.steps = 0
+    timer = PhaseTimer(device, enabled=True)
+    gen = generate(session, drafter, prompt, max_new_tokens=new_tokens, timer=timer, **kwargs)
+    steps = gen.steps
+    wall_ms = 1e3 * gen.decode_s / steps
+    phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps
+              for p in ("draft", "verify", "accept")}
+    out = {"drafter": kind, "settings": settings, "steps": steps, "tau": gen.tau,
+           "mean_drafted": sum(gen.drafted) / steps, "wall_ms_per_step": wall_ms,
+           "phase_ms_per_step": phases, "phase_sum_ms_per_step": sum(phases.values()),
+           "outside_phases_fraction": 1 - sum(phases.values()) / wall_ms}
+    profiled = None
+    if device == "cuda":  # kernel time measured by the profiler (CUPTI), over a whole generation
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            if acceptor is not None:
+                acceptor.steps = 0
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                g2 = generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs)
+            busy = kernel_time_ms(prof)
+            if busy is not None:
+                wall = 1e3 * (g2.prefill_s + g2.decode_s)
+                profiled = {"kernel_ms": busy, "wall_ms": wall, "host_overhead_fraction": 1 - busy / wall}
+        except Exception as err:  # noqa: BLE001 - the profiler is optional here
+            profiled = {"error": f"{type(err).__name__}: {err}"}
+    out["profiler"] = profiled
+    lengths = list(gen.accept_lengths)
+    sizes = sorted({d + 1 for d in gen.drafted})
+    del session, drafter
+    free(device)
+    # isolated GPU time of the same forwards, replayed as CUDA graphs at the run's mid context
+    context = len(prompt) + new_tokens // 2
+    ps = ProbeSettings(contexts=(context,), verify_sizes=sizes, masks=(mask,), replays=replays, warmup=3,
+                       prefill=False, max_seq_len=max_seq_len)  # the run's cache size: attention reads all of it
+    prober = Prober(model, ps, max_seq_len=max_seq_len)
+    t_v = {n: prober.verify(n, context, mask)["median_ms"] if n > 1 else prober.decode(context)["median_ms"]
+           for n in sizes}
+    del prober
+    verify_gpu = sum(t_v[d + 1] for d in gen.drafted) / steps
+    draft_gpu = 0.0
+    if head is not None:
+        hp = HeadProber(head, ps, max_seq_len=max_seq_len)
+        rows_first = sorted(set(lengths))
+        t_first = {m: hp.draft_pass(m, context)["median_ms"] for m in rows_first}
+        t_k = hp.draft_pass(10, context)["median_ms"]
+        draft_gpu = sum(t_first[m] for m in lengths) / steps + (6 - 1) * t_k
+        out["T_d_ms"] = {"first_pass": t_first, "k10": t_k}
+        del hp
+    free(device)
+    gpu = verify_gpu + draft_gpu
+    out.update({"T_v_ms": t_v, "isolated_gpu_ms_per_step": gpu, "isolated_verify_ms_per_step": verify_gpu,
+                "isolated_draft_ms_per_step": draft_gpu, "host_overhead_fraction": 1 - gpu / wall_ms})
+    return out
+
+
+def markdown(result: dict) -> str:
+    bw, roof = result["bandwidth"], result["roofline"]
+    lines = [f"# Decode throughput, {result['model']} shape, {result['device']} ({result['dtype']})", "",
+             f"prompt {result['prompt_tokens']} tokens, {result['new_tokens']} new tokens, batch 1, greedy, "
+             f"random weights; decode tok/s excludes the prefill (median of {result['repeats']}).", "",
+             f"- copy bandwidth ({bw['bytes'] / 2**30:.3g} GiB, read + write): "
+             f"**{bw['bandwidth_Bps'] / 1e12:.2f} TB/s**",
+             f"- weights {roof['weight_bytes'] / 1e9:.2f} GB -> roofline **{roof['tok_s']:.1f} tok/s** "
+             f"(decode-read roofline: {roof['decode_read_bytes'] / 1e9:.2f} GB/step -> "
+             f"{roof['tok_s_decode_read']:.1f} tok/s)",
+             f"- target: >= {TARGET_FRACTION:.0%} of roofline = {roof['tok_s'] * TARGET_FRACTION:.1f} tok/s", "",
+             "| implementation | tok/s | ms/token | % of roofline |", "|---|---|---|---|"]
+    for name, row in result["decode"].items():
+        if "tok_s" in row:
+            share = row["tok_s"] / roof["tok_s"]
+            lines.append(f"| {name} | {row['tok_s']:.1f} | {row['ms_per_token']:.2f} | {share:.0%} |")
+        else:
+            lines.append(f"| {name} | - | - | {row.get('skipped') or row.get('error')} |")
+    ours = result["decode"].get("specbench (CUDA graphs)", {})
+    if "tok_s" in ours:
+        ok = ours["tok_s"] >= TARGET_FRACTION * roof["tok_s"]
+        lines += ["", f"specbench with CUDA graphs: {ours['tok_s']:.1f} tok/s = {ours['tok_s'] / roof['tok_s']:.0%} of "
+                      f"roofline -> target {'MET' if ok else 'NOT met'}"]
+    if result["sd_overhead"]:
+        lines += ["", "## Host-side overhead of the speculative loop", "",
+                  "| drafter | steps | tau | wall ms/step | isolated GPU ms/step | overhead (vs isolated) | "
+                  "kernel ms (profiler) | overhead (profiler) | outside phases |", "|" + "---|" * 9]
+        for row in result["sd_overhead"]:
+            if "error" in row or "skipped" in row:
+                lines.append(f"| {row['drafter']} | {row.get('skipped') or row.get('error')} |||||||")
+                continue
+            prof = row.get("profiler") or {}
+            lines.append(
+                f"| {row['drafter']} ({row['settings']}) | {row['steps']} | {row['tau']:.2f} | "
+                f"{row['wall_ms_per_step']:.2f} | "
+                f"{row['isolated_gpu_ms_per_step']:.2f} | {row['host_overhead_fraction']:.1%} | "
+                f"{prof.get('kernel_ms', float('nan')):.1f} | {prof.get('host_overhead_fraction', float('nan')):.1%} | "
+                f"{row['outside_phases_fraction']:.1%} |")
+        lines += ["", "overhead (vs isolated) = 1 - (isolated CUDA-graph replay time of the step's forwards) / (step "
+                      "wall time): host work, launch gaps and small eager kernels (top-k, softmax, masks); "
+                      "overhead (profiler) = 1 - kernel time / wall time over a profiled generation."]
+    lines += ["", f"elapsed {result['elapsed_s']:.0f} s"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--smoke", action="store_true", help="the tiny shipped shape on CPU (checks the script)")
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--hf-repeats", type=int, default=2)
+    parser.add_argument("--copy-gib", type=float, default=4.0)
+    parser.add_argument("--replays", type=int, default=100, help="probe replays for the overhead estimate")
+    parser.add_argument("--tau", type=float, default=4.0, help="replayed accept length of the EAGLE overhead run")
+    parser.add_argument("--model", default=MODEL, help="shape to time (a shipped config name; shape-only)")
+    parser.add_argument("--no-hf", action="store_true")
+    parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
+    args = parser.parse_args(argv)
+    t0 = now()
+    if args.smoke:
+        device, dtype, source = "cpu", torch.float32, "tiny-target"
+        args.prompt, args.new_tokens = min(args.prompt, 16), min(args.new_tokens, 12)
+        args.repeats, args.hf_repeats = 2, 1
+        args.copy_gib, args.replays = 1 / 64, 5
+        torch.set_num_threads(1)
+    else:
+        device, dtype, source = "cuda", torch.bfloat16, args.model
+        if not torch.cuda.is_available():
+            parser.error("no CUDA device; use --smoke for the CPU check")
+    over = lambda: now() - t0 > args.budget_s  # noqa: E731
+    max_seq_len = args.prompt + args.new_tokens + 64  # attention reads the whole static cache: keep it tight
+    print(f"copy bandwidth ({args.copy_gib} GiB)...", flush=True)
+    bw = copy_bandwidth(device, int(args.copy_gib * 2**30))
+    print(f"  {bw['bandwidth_Bps'] / 1e12:.2f} TB/s", flush=True)
+    hf_config = load_hf_config(source)
+    model = load_model(source, shape_only=True, device=device, dtype=dtype)
+    model.source = source
+    weight_bytes = tensor_bytes(model)
+    embed_bytes = model.model.embed_tokens.weight.numel() * model.model.embed_tokens.weight.element_size()
+    c = model.config
+    kv_slot_bytes = 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * model.lm_head.weight.element_size()
+    kv_bytes = kv_slot_bytes * (max_seq_len + 128)  # ForwardRunner adds the largest bucket as scratch slots
+    read_bytes = weight_bytes - embed_bytes + kv_bytes
+    roof = {"weight_bytes": weight_bytes, "tok_s": bw["bandwidth_Bps"] / weight_bytes, "embedding_bytes": embed_bytes,
+            "kv_cache_bytes": kv_bytes, "decode_read_bytes": read_bytes,
+            "tok_s_decode_read": bw["bandwidth_Bps"] / read_bytes}
+    prompt = random_prompt(c.vocab_size, args.prompt)
+    result = {"model": source, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+              "dtype": str(dtype).removeprefix("torch."), "torch": torch.__version__, "prompt_tokens": args.prompt,
+              "new_tokens": args.new_tokens, "repeats": args.repeats, "max_seq_len": max_seq_len, "bandwidth": bw,
+              "roofline": roof, "decode": {}, "sd_overhead": []}
+    try:
+        import transformers
+
+        result["transformers"] = transformers.__version__
+    except ImportError:
+        result["transformers"] = None
+    for name, graphs in (("specbench (CUDA graphs)", True), ("specbench (no graphs)", False)):
+        if over():
+            result["decode"][name] = {"skipped": "time budget spent"}
+            continue
+        print(f"{name}...", flush=True)
+        result["decode"][name] = native_decode(model, prompt, args.new_tokens, args.repeats,
+                                               graphs and device == "cuda", max_seq_len)
+        print(f"  {result['decode'][name]['tok_s']:.1f} tok/s", flush=True)
+        free(device)
+    for kind in ("ngram", "eagle"):
+        if over():
+            result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
+            continue
+        print(f"SD host overhead ({kind})...", flush=True)
+        try:
+            row = sd_overhead(model, prompt, args.new_tokens, kind, device, max_seq_len, args.replays, args.tau)
+            print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
+                  f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
+        except Exception as err:  # noqa: BLE001 - report and go on
+            row = {"drafter": kind, "error": f"{type(err).__name__}: {err}"}
+            print(f"  failed: {row['error']}", flush=True)
+        result["sd_overhead"].append(row)
+        free(device)
+    del model
+    free(device)
+    if not args.no_hf:
+        # disable_compile: with a static cache, generate would otherwise torch.compile the forward on its own
+        variants = (("transformers generate (eager, dynamic cache)", {}),
+                    ("transformers generate (eager, static cache)", {"cache_implementation": "static",
+                                                                     "disable_compile": True}))
+        hf = None
+        for name, kwargs in variants:
+            if over():
+                result["decode"][name] = {"skipped": "time budget spent"}
+                continue
+            print(f"{name}...", flush=True)
+            try:
+                hf = hf or hf_model(hf_config, device, dtype)
+                result["decode"][name] = hf_decode(hf, prompt, args.new_tokens, args.hf_repeats, device, **kwargs)
+                print(f"  {result['decode'][name]['tok_s']:.1f} tok/s", flush=True)
+            except Exception as err:  # noqa: BLE001 - a variant that fails is reported, not fatal
+                result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+                print(f"  failed: {result['decode'][name]['error']}", flush=True)
+        del hf
+        free(device)
+    result["elapsed_s"] = now() - t0
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str))
+    (args.out / "bench_decode.md").write_text(markdown(result))
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
