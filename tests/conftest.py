@@ -8,6 +8,8 @@ import pytest
 import torch
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The tests run tiny models: one thread avoids oversubscribing CI's two cores (10-100x faster small ops).
+torch.set_num_threads(1)
 
 TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=512)

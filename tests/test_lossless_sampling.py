@@ -24,7 +24,6 @@ FIRST = 3
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    torch.set_num_threads(1)
     # larger initial weights make every layer matter, so drafts (layer-skip included) differ from the target
     return Stack(tmp_path_factory.mktemp("vocab8"), lm_scale=0.7, initializer_range=0.2, vocab_size=VOCAB,
                  hidden_size=16, intermediate_size=32, num_attention_heads=2, num_key_value_heads=1,

@@ -38,7 +38,6 @@ def load_safetensors(path: Path) -> dict[str, torch.Tensor]:
 def one_thread():
     """These models are tiny: one thread is fastest and avoids contention with parallel test runs."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
 

@@ -2,8 +2,9 @@
 
 Random weights give real timings but meaningless acceptance, so timing-only runs impose the accept length of
 every step — a fixed mean τ spread evenly over steps, or a per-step trace of accept lengths (bonus token
-included, as τ is counted). The accepted path follows each node's first child (the drafter's best guess);
-when the draft is shallower than the imposed length, the step accepts the whole path. Rows from such runs
+included, as τ is counted). The accepted path follows the deepest branch (the first child on ties); when the
+draft is shallower than the imposed length, the step accepts the whole path, so the achieved τ can fall short
+of the imposed one — compare the rows' ``tau`` with ``timing.replay_tau``. Rows from such runs
 carry ``acceptance_source = replay``.
 """
 
@@ -37,9 +38,13 @@ class ReplayAcceptance:
     def __call__(self, draft: Draft, logits: torch.Tensor, params=None, generator=None) -> Acceptance:
         want = self.length() - 1
         kids = draft.children()
+        height = [0] * (len(draft) + 1)  # longest path below each row (root = row 0, node i = row i + 1)
+        for i in reversed(range(len(draft))):
+            parent_row = draft.parents[i] + 1
+            height[parent_row] = max(height[parent_row], height[i + 1] + 1)
         nodes, row = [], 0
         while len(nodes) < want and kids[row]:
-            nodes.append(kids[row][0])
+            nodes.append(max(kids[row], key=lambda c: height[c + 1]))  # deepest branch, first on ties
             row = nodes[-1] + 1
         bonus = int(logits[row].argmax())
         return Acceptance(nodes, [draft.tokens[i] for i in nodes] + [bonus])

@@ -20,6 +20,7 @@ from specbench.model.registry import known_model, shipped_path
 from specbench.model.transformer import Transformer, rope_inv_freq
 
 WEIGHT_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt", "*.jinja"]
+TOKENIZER_PATTERNS = ["*.json", "tokenizer*", "*.model", "*.txt", "*.jinja"]
 
 
 class ModelSourceError(ValueError):
@@ -37,8 +38,10 @@ class GroupQuantizer(Protocol):
     def __call__(self, group: nn.Module, prefix: str, extra: dict[str, torch.Tensor], missing: set[str]) -> set[str]: ...
 
 
-def resolve_checkpoint(source: str) -> Path:
-    """Return a local directory holding ``source``'s config, weights and tokenizer (downloading a hub id)."""
+def resolve_checkpoint(source: str, patterns: list[str] = WEIGHT_PATTERNS) -> Path:
+    """Return a local directory holding ``source``'s config, weights and tokenizer (downloading a hub id).
+
+    ``patterns`` limits what a download fetches (``TOKENIZER_PATTERNS``: no weights)."""
     path = shipped_path(source) or Path(os.path.expanduser(source))
     known = known_model(source)
     if known is not None and not path.exists():
@@ -54,7 +57,7 @@ def resolve_checkpoint(source: str) -> Path:
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(source, allow_patterns=WEIGHT_PATTERNS))
+        return Path(snapshot_download(source, allow_patterns=patterns))
     except Exception as err:  # network, auth, or not-found errors all end here
         raise ModelSourceError(
             f"could not fetch {source!r} from the Hugging Face Hub ({type(err).__name__}: {err}). Download it "

@@ -12,7 +12,7 @@ from specbench.decoding.session import ModelSession
 from specbench.drafters import DraftContext, build_drafter
 from specbench.drafters.eagle_head import load_eagle_head, random_eagle_head
 from specbench.model import Transformer, load_hf_config, load_model
-from specbench.model.loading import ModelSourceError, resolve_checkpoint
+from specbench.model.loading import TOKENIZER_PATTERNS, ModelSourceError, resolve_checkpoint
 from specbench.model.registry import shipped_path
 from specbench.quantization import build_quantizer
 
@@ -50,7 +50,7 @@ def load_tokenizer(model_cfg: DictConfig):
 
     source = model_cfg.tokenizer or model_cfg.source
     try:
-        return AutoTokenizer.from_pretrained(str(shipped_path(source) or resolve_checkpoint(source)))
+        return AutoTokenizer.from_pretrained(str(shipped_path(source) or resolve_checkpoint(source, TOKENIZER_PATTERNS)))
     except ModelSourceError as err:
         raise ModelSourceError(f"{err}\nA shape-only run still needs a tokenizer for real prompts: set "
                                "model.tokenizer to a local folder, or use dataset=synthetic.") from err

@@ -66,6 +66,7 @@ class RuntimeConf:
     top_p: float = 1.0
     top_k: int = 0
     max_seq_len: int = 2048
+    threads: Optional[int] = None  # CPU threads for torch (1 is fastest for the tiny shipped models)
 
 
 @dataclass

@@ -54,6 +54,10 @@ def run_dir(cfg: DictConfig) -> Path:
 def run(cfg: DictConfig) -> list[Path]:
     """Measure every method of ``cfg``; return their run folders."""
     torch.manual_seed(cfg.runtime.seed)
+    if cfg.runtime.get("threads"):
+        torch.set_num_threads(cfg.runtime.threads)
+    if torch.device(cfg.runtime.device).type == "cuda":  # events, streams and graphs use the current device
+        torch.cuda.set_device(torch.device(cfg.runtime.device))
     target = build_model(cfg.model, cfg.quant, cfg.runtime)
     session = session_for(target, cfg)
     if cfg.dataset.name == "synthetic":
