@@ -86,3 +86,17 @@ def test_sandbox_limits_files_and_memory():
     assert inside.status == "passed"
     hog = run_program("blob = bytearray(2 * 1024 ** 3)\n", memory_mb=512)
     assert hog.status == "failed" and "MemoryError" in hog.detail
+
+
+def test_score_answer_dispatches_on_the_scorer():
+    from specbench.datasets.questions import Question
+    from specbench.datasets.scoring import score_answer
+
+    q = Question(1, "math", ["What is 2+3?"], answer="5")
+    assert score_answer("gsm8k", "2 + 3 = 5. The answer is 5.", q) is True
+    assert score_answer("gsm8k", "The answer is 6.", q) is False
+    assert score_answer(None, "anything", q) is None
+    h = Question("HumanEval/0", "code", ["def f():\n"], entry_point="f", test="def check(c):\n    assert c() == 1\n")
+    assert score_answer("humaneval", "def f():\n    return 1\n", h) is None  # no opt-in: not executed
+    assert score_answer("humaneval", "def f():\n    return 1\n", h, allow_code_execution=True) is True
+    assert score_answer("humaneval", "def f():\n    return 2\n", h, allow_code_execution=True) is False

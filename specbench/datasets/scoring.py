@@ -113,3 +113,14 @@ def humaneval_pass_at_1(
 def _same_length(predictions: Sequence, questions: Sequence) -> None:
     if len(predictions) != len(questions):
         raise ValueError(f"{len(predictions)} predictions for {len(questions)} questions")
+
+
+def score_answer(scorer: str | None, answer: str, question: Question, *, allow_code_execution: bool = False
+                 ) -> bool | None:
+    """Whether one final answer is correct under the dataset's ``scorer``; None when it cannot be scored
+    (no scorer, no reference, or HumanEval without the opt-in to execute code)."""
+    if scorer == "gsm8k" and question.answer is not None:
+        return gsm8k_correct(answer, question.answer)
+    if scorer == "humaneval" and allow_code_execution and question.test:
+        return humaneval_pass_at_1([answer], [question], allow_code_execution=True, workers=1)[0] == 1.0
+    return None

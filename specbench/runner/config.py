@@ -41,6 +41,7 @@ class DatasetConf:
     system_prompt: Optional[str] = None  # preset name (llama2) or literal text
     enable_thinking: Optional[bool] = None  # Qwen3 thinking mode
     ignore_eos: bool = False
+    execute_code: bool = False  # opt in to running generated code for HumanEval pass@1 (sandboxed subprocess)
     synthetic_prompt_tokens: int = 128  # name=synthetic: random-token prompts, no tokenizer (shape-only timing)
     synthetic_questions: int = 8
 

@@ -16,6 +16,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from specbench.datasets import Question, build_prompt, get_dataset, load_questions
+from specbench.datasets.scoring import score_answer
 from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
 from specbench.decoding.replay import ReplayAcceptance
@@ -140,6 +141,9 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
             rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1]})
             steps += [{"config_hash": identity["config_hash"], **key, **s} for s in step_rows(gen)]
             progress.update(gen)
+        if spec is not None:  # accuracy of the final answer, in the same row as its speed
+            rows[-1]["correct"] = score_answer(spec.scorer, answers[-1], question,
+                                               allow_code_execution=cfg.dataset.execute_code)
         store.add(rows, steps)
         progress.advance()
     progress.close()
