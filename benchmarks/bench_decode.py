@@ -26,7 +26,6 @@ Decode tokens/s everywhere = tokens produced after the prefill's first token / t
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
 import time
@@ -42,21 +41,11 @@ from specbench.drafters import DraftContext, build_drafter
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_hf_config, load_model
 from specbench.timing.phases import PhaseTimer
+from benchmarks.common import free
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"
-
-
-def now() -> float:
-    return time.monotonic()
-
-
-def free(device: str) -> None:
-    gc.collect()
-    if device == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
 
 
 def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
@@ -287,7 +276,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-hf", action="store_true")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
     args = parser.parse_args(argv)
-    t0 = now()
+    t0 = time.monotonic()
     if args.smoke:
         device, dtype, source = "cpu", torch.float32, "tiny-target"
         args.prompt, args.new_tokens = min(args.prompt, 16), min(args.new_tokens, 12)
@@ -298,7 +287,7 @@ def main(argv: list[str] | None = None) -> dict:
         device, dtype, source = "cuda", torch.bfloat16, args.model
         if not torch.cuda.is_available():
             parser.error("no CUDA device; use --smoke for the CPU check")
-    over = lambda: now() - t0 > args.budget_s  # noqa: E731
+    over = lambda: time.monotonic() - t0 > args.budget_s  # noqa: E731
     max_seq_len = args.prompt + args.new_tokens + 64  # attention reads the whole static cache: keep it tight
     print(f"copy bandwidth ({args.copy_gib} GiB)...", flush=True)
     bw = copy_bandwidth(device, int(args.copy_gib * 2**30))
@@ -371,7 +360,7 @@ def main(argv: list[str] | None = None) -> dict:
                 print(f"  failed: {result['decode'][name]['error']}", flush=True)
         del hf
         free(device)
-    result["elapsed_s"] = now() - t0
+    result["elapsed_s"] = time.monotonic() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str))
     (args.out / "bench_decode.md").write_text(markdown(result))

@@ -20,7 +20,6 @@ the output).
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import time
 from pathlib import Path
@@ -37,6 +36,7 @@ from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_hf_config, load_model
 from specbench.quantization import BACKENDS, UnsupportedBackendError, build_quantizer
 from specbench.quantization.schemes import QuantConfigError
+from benchmarks.common import free
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
 
 SCHEMES = ("bf16", "fp16", "w8a8_int8", "w8a8_fp8", "w4a16", "w4a8")
@@ -44,17 +44,6 @@ DENSE = ("bf16", "fp16")
 # gemlite runs w4a8 with int8 activations per channel only; every other scheme at its default group
 GROUPS = {("w4a8", "gemlite"): -1}
 TARGET, BIG = "llama-3-8b-instruct", "llama-3-70b-instruct"
-
-
-def now() -> float:
-    return time.monotonic()
-
-
-def free(device: str) -> None:
-    gc.collect()
-    if device == "cuda":
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:
@@ -132,13 +121,13 @@ def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, ful
         free(device)
         torch.cuda.reset_peak_memory_stats()
     start_alloc = torch.cuda.memory_allocated() if cuda else 0
-    t0 = now()
+    t0 = time.monotonic()
     overrides = {"num_hidden_layers": layers} if layers < full_layers else None
     target = build(big, "w4a16", backend, device, dtype, overrides)
-    build_target_s = now() - t0
+    build_target_s = time.monotonic() - t0
     inter = build(inter_source, "w4a16", backend, device, dtype)
     head = random_eagle_head(inter)
-    build_s = now() - t0
+    build_s = time.monotonic() - t0
     sizes = {"target_bytes": tensor_bytes(target), "intermediate_bytes": tensor_bytes(inter),
              "head_own_bytes": tensor_bytes(head.fc) + tensor_bytes(head.layers)}
     peak_build = torch.cuda.max_memory_allocated() - start_alloc if cuda else None
@@ -154,9 +143,9 @@ def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, ful
           "intermediate_kv_bytes": cache_bytes(inter_session.runner.cache),
           "head_kv_bytes": cache_bytes(drafter.inner.runner.cache)}
     ids = torch.randint(0, target.config.vocab_size, (prompt,), generator=torch.Generator().manual_seed(0)).tolist()
-    t1 = now()
+    t1 = time.monotonic()
     gen = generate(target_session, drafter, ids, max_new_tokens=new_tokens)
-    run_s = now() - t1
+    run_s = time.monotonic() - t1
     peak_run = torch.cuda.max_memory_allocated() if cuda else None
     steady = torch.cuda.memory_allocated() if cuda else sum(sizes.values()) + sum(kv.values())
     out = {"backend": backend, "target": big, "intermediate": inter_source, "layers_built": layers,
@@ -267,7 +256,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--mem-new-tokens", type=int, default=48)
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
     args = parser.parse_args(argv)
-    t0 = now()
+    t0 = time.monotonic()
     if args.smoke:
         device, source, big, inter_source = "cpu", "tiny-target", "tiny-target", "tiny-draft"
         args.backends, args.contexts, args.ns, args.seq_ns = ["reference"], [32], [4, 10], [4]
@@ -298,9 +287,9 @@ def main(argv: list[str] | None = None) -> dict:
         log(f"{scheme} x {backend}")
         dtype = dtype_of(scheme)
         try:
-            t1 = now()
+            t1 = time.monotonic()
             model = build(source, scheme, backend, device, dtype)
-            build_s = now() - t1
+            build_s = time.monotonic() - t1
         except (UnsupportedBackendError, QuantConfigError, ImportError) as err:
             reason = str(err).split(". Combinations")[0]
             skipped.append({"scheme": scheme, "backend": backend, "reason": reason})
@@ -332,7 +321,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     def run_combos(pairs, reserve: float) -> None:
         for scheme, backend in pairs:
-            if now() - t0 > args.budget_s - reserve:
+            if time.monotonic() - t0 > args.budget_s - reserve:
                 skipped.append({"scheme": scheme, "backend": backend, "reason": "time budget spent"})
                 log(f"skip {scheme} x {backend}: time budget spent")
                 continue
@@ -343,7 +332,7 @@ def main(argv: list[str] | None = None) -> dict:
     run_combos([c for c in todo if c[1] != "gemlite"], mem_reserve)
     if not args.no_memory:
         backend = args.mem_backend or ("reference" if args.smoke else "torch")
-        left = args.budget_s - (now() - t0)
+        left = args.budget_s - (time.monotonic() - t0)
         layers = min(args.mem_layers or full_layers, full_layers)
         if not args.smoke and left < 150 and layers == full_layers and full_layers > 16:
             layers = 16  # not enough time for the full 70B build: 16 layers, scaled linearly (stated in the output)
@@ -356,7 +345,7 @@ def main(argv: list[str] | None = None) -> dict:
             log(f"  failed: {result['memory']['error']}")
             free(device)
     run_combos([c for c in todo if c[1] == "gemlite"], 0)
-    result["elapsed_s"] = now() - t0
+    result["elapsed_s"] = time.monotonic() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     frame = pd.DataFrame(result["probes"])
     if not frame.empty:

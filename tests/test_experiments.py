@@ -45,14 +45,6 @@ def hydra_compose():
     GlobalHydra.instance().clear()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # CPU attention over the static cache is far slower with contending threads
-    yield
-    torch.set_num_threads(threads)
-
-
 def sweep(cfg) -> dict[str, list[str]]:
     return {k: str(v).split(",") for k, v in OmegaConf.to_container(cfg.hydra.sweeper.params).items()}
 

@@ -18,14 +18,6 @@ from specbench.timing.probes import (
 )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # CPU attention over the static cache is far slower with contending threads
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def tiny():
     model = load_model("tiny-target", dtype=torch.float32)
