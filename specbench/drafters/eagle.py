@@ -70,55 +70,43 @@ class EagleDrafter(Drafter):
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
-        k, device, root_pos = self.topk, self.runner.device, len(tokens) - 1
+        # All bookkeeping stays on the device: one host sync per draft, when the chosen tree is read back.
+        k, device, root_pos, pairs = self.topk, self.runner.device, len(tokens) - 1, self.pairs
+        fed = k * (self.depth - 1)  # head-cache slots the expansion passes write, right after the real pairs
+        rows = torch.arange(k, device=device)
         top = logp_root.topk(k)
         all_tokens, all_scores = top.indices, top.values  # every candidate's token and cumulative log-prob
-        parent_of = [-1] * k
-        frontier = torch.arange(k, device=device)  # candidates fed in the next pass
+        all_parents = torch.full((k,), -1, device=device)
+        frontier = rows  # candidate ids fed in the next pass
         frontier_feat = h_root.expand(k, -1)
-        anc_slots: dict[int, list[int]] = {}  # fed candidate -> head-cache slots of itself and its ancestors
-        next_slot, n_cand = self.pairs, k
+        frontier_anc = torch.zeros(k, fed, dtype=torch.bool, device=device)  # fed ancestors, per frontier row
+        mask = torch.zeros(k, self.runner.total_slots, dtype=torch.bool, device=device)
+        mask[:, :pairs] = True
         for level in range(1, self.depth):
-            f_ids = frontier.tolist()
-            slots = list(range(next_slot, next_slot + len(f_ids)))
-            mask = torch.zeros(len(f_ids), self.runner.total_slots, dtype=torch.bool)
-            mask[:, : self.pairs] = True
-            for row, (c, s) in enumerate(zip(f_ids, slots)):
-                parent = parent_of[c]
-                anc_slots[c] = (anc_slots[parent] if parent >= 0 else []) + [s]
-                mask[row, anc_slots[c]] = True
-            next_slot += len(f_ids)
-            logits, hidden = self.runner(
-                all_tokens[frontier], torch.full((len(f_ids),), root_pos + level - 1, device=device),
-                torch.tensor(slots, device=device), mask.to(device)[None, None], features=frontier_feat,
-            )
+            own = (level - 1) * k + rows
+            tree = frontier_anc.clone()
+            tree[rows, own] = True
+            mask[:, pairs : pairs + fed] = tree
+            logits, hidden = self.runner(all_tokens[frontier], torch.full((k,), root_pos + level - 1, device=device),
+                                         pairs + own, mask[None, None], features=frontier_feat)
             child = torch.log_softmax(logits.float(), -1).topk(k)
             child_scores = (all_scores[frontier][:, None] + child.values).flatten()
-            child_parent = frontier[:, None].expand(-1, k).flatten()
-            child_row = torch.arange(len(f_ids), device=device)[:, None].expand(-1, k).flatten()
-            new_ids = torch.arange(n_cand, n_cand + child_scores.numel(), device=device)
+            child_row = rows.repeat_interleave(k)
+            new_ids = all_scores.numel() + torch.arange(k * k, device=device)
             all_tokens = torch.cat([all_tokens, child.indices.flatten()])
             all_scores = torch.cat([all_scores, child_scores])
-            parent_of += child_parent.tolist()
-            n_cand += child_scores.numel()
-            best = child_scores.topk(min(k, child_scores.numel())).indices
-            frontier, frontier_feat = new_ids[best], hidden[child_row[best]]
-        keep = self._select(all_scores, budget)
-        return self._to_draft(keep, all_tokens, parent_of)
-
-    @staticmethod
-    def _select(scores: torch.Tensor, budget: int) -> list[int]:
-        """The best ``budget`` candidates; a parent always outranks its children (ties go to lower ids)."""
-        s = scores.tolist()
-        order = sorted(range(len(s)), key=lambda i: (-s[i], i))
-        return sorted(order[:budget])
-
-    @staticmethod
-    def _to_draft(keep: list[int], all_tokens: torch.Tensor, parent_of: list[int]) -> Draft:
-        index = {c: i for i, c in enumerate(keep)}
-        toks = all_tokens[keep].tolist()
-        parents = [index[parent_of[c]] if parent_of[c] >= 0 else -1 for c in keep]
-        return Draft(toks, parents)
+            all_parents = torch.cat([all_parents, frontier[child_row]])
+            best = child_scores.topk(k).indices
+            frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
+        keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
+        chosen, parents, toks = torch.stack([keep, all_parents[keep], all_tokens[keep]]).tolist()
+        index = {c: i for i, c in enumerate(chosen)}
+        if any(p >= 0 and p not in index for p in parents):  # a tie cut a parent off: rank exactly, parents first
+            s = all_scores.tolist()
+            chosen = sorted(sorted(range(len(s)), key=lambda i: (-s[i], i))[:budget])
+            parents, toks = all_parents[chosen].tolist(), all_tokens[chosen].tolist()
+            index = {c: i for i, c in enumerate(chosen)}
+        return Draft(toks, [index[p] if p >= 0 else -1 for p in parents])
 
     def describe(self):
         return {"drafter": self.name, "eagle_topk": self.topk, "eagle_depth": self.depth,
