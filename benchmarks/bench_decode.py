@@ -41,21 +41,11 @@ from specbench.drafters import DraftContext, build_drafter
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_hf_config, load_model
 from specbench.timing.phases import PhaseTimer
-from benchmarks.common import free
+from benchmarks.common import copy_bandwidth, free
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"
-
-
-def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
-    """Device-to-device copy of ``nbytes``: bytes read + written per second (median of ``replays``)."""
-    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(0, 255)
-    dst = torch.empty_like(src)
-    t = time_calls(lambda: dst.copy_(src), device, replays=replays, warmup=3)
-    del src, dst
-    free(device)
-    return {"bytes": nbytes, "median_ms": t.median_ms, "bandwidth_Bps": 2 * nbytes / (t.median_ms / 1e3)}
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from benchmarks.common import copy_bandwidth
 from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
@@ -78,14 +79,6 @@ def timed(fn, device: str, replays: int) -> tuple[float, bool]:
         end.synchronize()
         times.append(start.elapsed_time(end))
     return statistics.median(times), graphed
-
-
-def copy_bandwidth(device: str) -> float:
-    """Device-to-device copy bandwidth in bytes/s (bytes read + written)."""
-    n = 2**30 if device == "cuda" else 2**24
-    src, dst = torch.empty(n, dtype=torch.uint8, device=device), torch.empty(n, dtype=torch.uint8, device=device)
-    ms, _ = timed(lambda: dst.copy_(src), device, 20)
-    return 2 * n / (ms / 1e3)
 
 
 def module_bytes(module: torch.nn.Module) -> int:
@@ -190,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
     backends = ["reference"] if args.smoke else [b for b in args.backends if b in BACKENDS]
     combos = [("bf16", -1, "dense")] + [(s, g, b) for b in backends for s, g in VARIANTS if s in BACKENDS[b].schemes]
     t0 = time.monotonic()
-    copy_bw = copy_bandwidth(device)
+    copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
               "Ms": list(ms), "copy_bandwidth_Bps": copy_bw, "rows": [], "agreement": [], "skipped": []}
     for scheme, group, backend in combos:

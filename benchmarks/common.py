@@ -6,6 +6,8 @@ import gc
 
 import torch
 
+from specbench.timing.probes import time_calls
+
 
 def free(device: str) -> None:
     """Drop unreferenced tensors and return cached GPU memory between measurements."""
@@ -13,3 +15,13 @@ def free(device: str) -> None:
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
+
+
+def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
+    """Device-to-device copy of ``nbytes``: bytes read + written per second (median of ``replays``)."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device).random_(0, 255)
+    dst = torch.empty_like(src)
+    t = time_calls(lambda: dst.copy_(src), device, replays=replays, warmup=3)
+    del src, dst
+    free(device)
+    return {"bytes": nbytes, "median_ms": t.median_ms, "bandwidth_Bps": 2 * nbytes / (t.median_ms / 1e3)}
