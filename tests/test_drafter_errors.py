@@ -62,7 +62,7 @@ def test_published_layout_head_loads_and_drafts_a_tree(stack):
     _, hidden = stack.session.extend([5, 6, 7, 8])
     drafter.observe([5, 6, 7, 8, 9], hidden, 0)
     draft = drafter.propose([5, 6, 7, 8, 9], 64)
-    assert len(draft) == 9 and max(draft.depths()) <= 3
+    assert len(draft) == 9 and max(draft.depths) <= 3
     assert sum(1 for p in draft.parents if p == -1) <= 3  # top-k children of the root
 
 

@@ -109,11 +109,11 @@ def test_probe_forward_is_the_sessions_verify(tiny):
 def test_eagle_like_tree_shape(n):
     draft = eagle_like_tree(n, depth=6, topk=10, vocab_size=100)
     assert len(draft) == n - 1
-    depths = draft.depths()
+    depths = draft.depths
     assert max(depths, default=0) <= 6 and all(0 <= t < 100 for t in draft.tokens)
     widths = [depths.count(d) for d in range(1, max(depths, default=0) + 1)]
     assert widths == level_widths(n - 1, 6, 10) and all(w > 0 for w in widths)
-    kids = draft.children()
+    kids = draft.children
     assert all(len(k) <= 10 for k in kids)  # top-k children per node
     if n >= 7:
         assert max(depths) == 6  # deep enough to use every draft pass

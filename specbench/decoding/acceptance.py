@@ -31,7 +31,7 @@ class Acceptance:
 def accept_greedy(draft: Draft, logits: torch.Tensor) -> Acceptance:
     """Follow the child whose token is the target's argmax; ``logits`` [len(draft)+1, V], row 0 the root."""
     best = logits.argmax(-1).tolist()
-    kids = draft.children()
+    kids = draft.children
     nodes, row = [], 0
     while True:
         match = next((c for c in kids[row] if draft.tokens[c] == best[row]), None)
@@ -51,7 +51,7 @@ def accept_sampled(
 ) -> Acceptance:
     """Lossless speculative sampling over a tree. ``correct_residual=False`` breaks it (tests only)."""
     target = params.probs(logits)
-    kids = draft.children()
+    kids = draft.children
     nodes, row = [], 0
     while True:
         p = target[row].clone()
@@ -64,8 +64,7 @@ def accept_sampled(
             if u < ratio:
                 chosen = child
                 break
-            if correct_residual:
-                p = p.clone()
+            if correct_residual:  # p is this row's own copy; the updates below never touch ``target``
                 if q is None:
                     p[x] = 0
                 else:

@@ -6,6 +6,7 @@ A sequence draft is the chain ``parents = [-1, 0, 1, …]``. Nodes are listed pa
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import torch
@@ -41,6 +42,7 @@ class Draft:
     def __len__(self) -> int:
         return len(self.tokens)
 
+    @cached_property
     def depths(self) -> list[int]:
         """Depth of each node below the root (children of the root have depth 1)."""
         depth: list[int] = []
@@ -48,6 +50,7 @@ class Draft:
             depth.append(1 if p < 0 else depth[p] + 1)
         return depth
 
+    @cached_property
     def children(self) -> list[list[int]]:
         """Children of the root (entry 0) and of each node (entry i + 1), in draft order."""
         kids: list[list[int]] = [[] for _ in range(len(self) + 1)]

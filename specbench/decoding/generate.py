@@ -94,7 +94,7 @@ def generate(
         out.tokens += new
         out.accept_lengths.append(len(new))
         out.drafted.append(len(draft))
-        out.draft_depths.append(max(draft.depths(), default=0))
+        out.draft_depths.append(max(draft.depths, default=0))
     synchronize(target.device)
     out.prefill_s, out.decode_s = t1 - t0, time.perf_counter() - t1
     out.phase_ms = timer.collect()

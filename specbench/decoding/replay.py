@@ -37,7 +37,7 @@ class ReplayAcceptance:
 
     def __call__(self, draft: Draft, logits: torch.Tensor, params=None, generator=None) -> Acceptance:
         want = self.length() - 1
-        kids = draft.children()
+        kids = draft.children
         height = [0] * (len(draft) + 1)  # longest path below each row (root = row 0, node i = row i + 1)
         for i in reversed(range(len(draft))):
             parent_row = draft.parents[i] + 1

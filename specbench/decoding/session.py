@@ -80,7 +80,7 @@ class ModelSession:
         start = self.length
         self._verified = [root] + draft.tokens
         ids = torch.tensor(self._verified, device=self.device)
-        depth = torch.tensor([0] + draft.depths(), device=self.device)
+        depth = torch.tensor([0] + draft.depths, device=self.device)
         slots = torch.arange(start, start + n, device=self.device)
         mask = tree_mask(start, draft.ancestors(self.device), self.runner.total_slots)
         return self.runner(ids, depth + start, slots, mask, layers or self.layers)

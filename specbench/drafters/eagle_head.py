@@ -20,7 +20,7 @@ from torch import nn
 
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
-from specbench.model.loading import ModelSourceError, resolve_checkpoint
+from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
 from specbench.model.transformer import DecoderLayer, Transformer, rope_inv_freq
 
 
@@ -130,10 +130,8 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     head = EagleHead(target.config.replace(num_hidden_layers=1), target, rotated=False)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for name, param in head.named_parameters():
-            if name.startswith(("fc.", "layers.")):
-                param.copy_(torch.ones_like(param) if param.dim() == 1 and "norm" in name
-                            else 0.02 * torch.randn(param.shape, generator=generator))
+        for own in (head.fc, head.layers):  # not the target's embeddings and LM head it shares
+            fill_random(own, generator)
     head = head.to(device=weight.device, dtype=weight.dtype).eval().requires_grad_(False)
     head.inv_freq = rope_inv_freq(head.config).to(weight.device)
     return head

@@ -27,10 +27,7 @@ class StaticKVCache:
 
     def keep(self, src_slots: torch.Tensor, dst_start: int) -> None:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""
-        n = src_slots.numel()
-        if n == 0:
-            return
-        dst = torch.arange(dst_start, dst_start + n, device=src_slots.device)
+        dst = torch.arange(dst_start, dst_start + src_slots.numel(), device=src_slots.device)
         self.k.index_copy_(3, dst, self.k.index_select(3, src_slots))
         self.v.index_copy_(3, dst, self.v.index_select(3, src_slots))
 

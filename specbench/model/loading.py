@@ -124,7 +124,8 @@ def module_groups(model: Transformer) -> Iterator[tuple[str, nn.Module]]:
         yield "lm_head.", model.lm_head
 
 
-def _fill_random(group: nn.Module, generator: torch.Generator) -> None:
+def fill_random(group: nn.Module, generator: torch.Generator) -> None:
+    """Shape-only weights: norms 1, biases 0, everything else N(0, 0.02)."""
     for name, param in group.named_parameters():
         if name.endswith("norm.weight") or name == "weight" and param.dim() == 1:
             param.data.fill_(1.0)
@@ -167,7 +168,7 @@ def build_model(
         group.to_empty(device=device)
         group.to(dtype)
         if reader is None:
-            _fill_random(group, generator)
+            fill_random(group, generator)
             extra, missing = {}, set()
         else:
             extra = reader.tensors(prefix)

@@ -274,7 +274,7 @@ class Prober:
         if start + n > self.runner.max_seq_len:
             raise ValueError(f"context {start} + {n} tokens exceed max_seq_len {self.runner.max_seq_len}")
         ids = torch.tensor(self.ids[start : start + 1] + draft.tokens, device=dev)
-        positions = torch.tensor([0] + draft.depths(), device=dev) + start
+        positions = torch.tensor([0] + draft.depths, device=dev) + start
         slots = torch.arange(start, start + n, device=dev)
         mask = tree_mask(start, draft.ancestors(dev), self.runner.total_slots)
         bucket = self.runner.bucket(n) if self.runner.cuda_graphs else None
