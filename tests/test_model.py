@@ -127,3 +127,39 @@ def test_unknown_source_says_what_to_do(tmp_path):
                                            '"intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2}')
     with pytest.raises(ModelSourceError, match="no \\*.safetensors"):
         load_model(str(tmp_path))
+
+
+def _forward_logits(runner, ids):
+    n = ids.numel()
+    pos = torch.arange(n)
+    return runner(ids, pos, pos, causal_mask(0, n, runner.total_slots, "cpu"), graph=False)[0]
+
+
+def test_fused_projections_keep_logits_and_memory():
+    from specbench.decoding.forward import ForwardRunner
+    from specbench.quantization import quantize_model
+
+    model = load_model("tiny-target", dtype=torch.float32)
+    ids = torch.randint(0, model.config.vocab_size, (7,), generator=torch.Generator().manual_seed(0))
+    before = _forward_logits(ForwardRunner(model, 32), ids)
+    params = sum(p.numel() for p in model.parameters())
+    assert model.fuse_projections() == 2 * model.config.num_hidden_layers
+    assert model.fuse_projections() == 0  # already stacked
+    attn = model.model.layers[0].self_attn
+    stacked = attn.fused[0]
+    assert attn.k_proj.weight.untyped_storage().data_ptr() == stacked.untyped_storage().data_ptr()
+    assert sum(p.numel() for p in model.parameters()) == params  # views, no second copy
+    torch.testing.assert_close(_forward_logits(ForwardRunner(model, 32), ids), before, rtol=0, atol=1e-5)
+    quantized = quantize_model(load_model("tiny-target", dtype=torch.float32), "w8a8_int8", "reference")
+    assert quantized.fuse_projections() == 0  # quantized linears are left as they are
+
+
+def test_compiled_forward_matches_eager():
+    from specbench.decoding.forward import ForwardRunner
+
+    model = load_model("tiny-draft", dtype=torch.float32)
+    ids = torch.randint(0, model.config.vocab_size, (3,), generator=torch.Generator().manual_seed(1))
+    eager = _forward_logits(ForwardRunner(model, 16), ids)
+    runner = ForwardRunner(model, 16, compile=True)
+    assert runner.compiled
+    torch.testing.assert_close(_forward_logits(runner, ids), eager, rtol=1e-4, atol=1e-4)

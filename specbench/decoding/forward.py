@@ -2,6 +2,9 @@
 
 A forward of ``n`` tokens is padded to the smallest bucket >= n. Padding rows write to scratch slots at the
 end of the cache (never part of a sequence) and attend only themselves, so they change nothing real.
+With ``compile=True`` the forward is compiled by ``torch.compile`` once per shape (Inductor fuses the norms,
+RoPE and the other small kernels) and the compiled forward is what each bucket's CUDA graph captures; without
+graphs every new token count compiles again, so use it with graphs.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Sequence
 
 import torch
 
+from specbench.decoding.graphs import GraphedCall
 from specbench.model.transformer import Transformer
 
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
@@ -19,7 +23,7 @@ class ForwardRunner:
     """Owns a model's cache layout: ``max_seq_len`` usable slots plus scratch slots for padding rows."""
 
     def __init__(self, model: Transformer, max_seq_len: int, *, cuda_graphs: bool = False,
-                 buckets: Sequence[int] = DEFAULT_BUCKETS):
+                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False):
         self.model = model
         self.buckets = tuple(sorted(buckets))
         self.scratch = self.buckets[-1]
@@ -27,8 +31,14 @@ class ForwardRunner:
         self.cache = model.setup_cache(max_seq_len + self.scratch)
         self.device = next(model.parameters()).device
         self.cuda_graphs = cuda_graphs and self.device.type == "cuda"
-        self._graphs: dict[tuple, tuple] = {}
-        self._pool = None
+        self._graphs: dict[tuple, GraphedCall] = {}
+        self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
+        self.compiled = compile
+        if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
+            self._step = torch.compile(self._forward, fullgraph=True, dynamic=False)
+        else:
+            self._step = self._forward
 
     @property
     def total_slots(self) -> int:
@@ -48,15 +58,12 @@ class ForwardRunner:
         size = self.bucket(n) if graph and self.cuda_graphs else None
         inputs = (ids, positions, slots, mask) + (() if features is None else (features,))
         if size is None:
-            return self._forward(inputs, layers)
+            return self._step(inputs, layers)
         inputs = self._pad(size, *inputs)
         key = (size, None if layers is None else tuple(layers), features is None)
         if key not in self._graphs:
-            self._graphs[key] = self._capture(inputs, layers)
-        graph_obj, static_in, (logits, hidden) = self._graphs[key]
-        for dst, src in zip(static_in, inputs):
-            dst.copy_(src)
-        graph_obj.replay()
+            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
+        logits, hidden = self._graphs[key](*inputs)
         return logits[:n], hidden[:n]
 
     def _forward(self, inputs, layers):
@@ -79,18 +86,3 @@ class ForwardRunner:
             torch.cat([mask[0, 0], pad_mask])[None, None],
             *(torch.cat([f, f.new_zeros(pad, f.shape[1])]) for f in features),
         )
-
-    def _capture(self, inputs, layers):
-        static_in = tuple(t.clone() for t in inputs)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(2):
-                self._forward(static_in, layers)
-        torch.cuda.current_stream().wait_stream(stream)
-        if self._pool is None:
-            self._pool = torch.cuda.graph_pool_handle()
-        graph_obj = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph_obj, pool=self._pool):
-            outputs = self._forward(static_in, layers)
-        return graph_obj, static_in, outputs

@@ -15,6 +15,7 @@ import torch
 
 from specbench.decoding.draft import Draft
 from specbench.decoding.forward import ForwardRunner
+from specbench.decoding.graphs import GraphedCall
 from specbench.drafters.base import DraftContext, Drafter, register
 from specbench.drafters.eagle_head import EagleHead
 from specbench.model.kv_cache import causal_mask
@@ -33,9 +34,11 @@ class EagleDrafter(Drafter):
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
         target_runner = ctx.target.runner
         self.runner = ForwardRunner(head, target_runner.max_seq_len + depth * topk,
-                                    cuda_graphs=target_runner.cuda_graphs, buckets=target_runner.buckets)
+                                    cuda_graphs=target_runner.cuda_graphs, buckets=target_runner.buckets,
+                                    compile=target_runner.compiled)
         self.pairs = 0  # (feature, next token) pairs in the head's cache: positions 0 … pairs-1
         self.pending: tuple[torch.Tensor, int] | None = None
+        self._expand_graph: GraphedCall | None = None
 
     def reset(self):
         self.pairs, self.pending = 0, None
@@ -70,34 +73,10 @@ class EagleDrafter(Drafter):
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
-        # All bookkeeping stays on the device: one host sync per draft, when the chosen tree is read back.
-        k, device, root_pos, pairs = self.topk, self.runner.device, len(tokens) - 1, self.pairs
-        fed = k * (self.depth - 1)  # head-cache slots the expansion passes write, right after the real pairs
-        rows = torch.arange(k, device=device)
-        top = logp_root.topk(k)
-        all_tokens, all_scores = top.indices, top.values  # every candidate's token and cumulative log-prob
-        all_parents = torch.full((k,), -1, device=device)
-        frontier = rows  # candidate ids fed in the next pass
-        frontier_feat = h_root.expand(k, -1)
-        frontier_anc = torch.zeros(k, fed, dtype=torch.bool, device=device)  # fed ancestors, per frontier row
-        mask = torch.zeros(k, self.runner.total_slots, dtype=torch.bool, device=device)
-        mask[:, :pairs] = True
-        for level in range(1, self.depth):
-            own = (level - 1) * k + rows
-            tree = frontier_anc.clone()
-            tree[rows, own] = True
-            mask[:, pairs : pairs + fed] = tree
-            logits, hidden = self.runner(all_tokens[frontier], torch.full((k,), root_pos + level - 1, device=device),
-                                         pairs + own, mask[None, None], features=frontier_feat)
-            child = torch.log_softmax(logits.float(), -1).topk(k)
-            child_scores = (all_scores[frontier][:, None] + child.values).flatten()
-            child_row = rows.repeat_interleave(k)
-            new_ids = all_scores.numel() + torch.arange(k * k, device=device)
-            all_tokens = torch.cat([all_tokens, child.indices.flatten()])
-            all_scores = torch.cat([all_scores, child_scores])
-            all_parents = torch.cat([all_parents, frontier[child_row]])
-            best = child_scores.topk(k).indices
-            frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
+        device = self.runner.device
+        start = torch.tensor([len(tokens) - 1, self.pairs], device=device)  # root position, head-cache pairs
+        all_tokens, all_scores, all_parents = self._expand(h_root, logp_root, start)
+        # the only host sync of a draft: read back the chosen tree
         keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
         chosen, parents, toks = torch.stack([keep, all_parents[keep], all_tokens[keep]]).tolist()
         index = {c: i for i, c in enumerate(chosen)}
@@ -107,6 +86,51 @@ class EagleDrafter(Drafter):
             parents, toks = all_parents[chosen].tolist(), all_tokens[chosen].tolist()
             index = {c: i for i, c in enumerate(chosen)}
         return Draft(toks, [index[p] if p >= 0 else -1 for p in parents])
+
+    def _expand(self, h_root: torch.Tensor, logp_root: torch.Tensor, start: torch.Tensor):
+        """The whole tree expansion, one CUDA graph when graphs are on (its inputs are all tensors)."""
+        if not self.runner.cuda_graphs:
+            return self._expand_tree(h_root, logp_root, start)
+        if self._expand_graph is None:
+            self._expand_graph = GraphedCall(self._expand_tree, self.runner.pool)
+        return self._expand_graph(h_root, logp_root, start)
+
+    def _expand_tree(self, h_root: torch.Tensor, logp_root: torch.Tensor, start: torch.Tensor):
+        """Every candidate's token, cumulative log-prob and parent (-1: the root), from the root's outputs.
+
+        ``start`` holds the root's position and the number of real pairs in the head's cache; the expansion
+        passes write their K/V to the ``k·(depth-1)`` slots right after those pairs.
+        """
+        k, device = self.topk, h_root.device
+        root_pos, pairs = start[0], start[1]
+        fed = k * (self.depth - 1)
+        rows = torch.arange(k, device=device)
+        fed_slots = pairs + torch.arange(fed, device=device)
+        top = logp_root.topk(k)
+        all_tokens, all_scores = top.indices, top.values
+        all_parents = torch.full((k,), -1, device=device)
+        frontier = rows  # candidate ids fed in the next pass
+        frontier_feat = h_root.expand(k, -1)
+        frontier_anc = torch.zeros(k, fed, dtype=torch.bool, device=device)  # fed ancestors, per frontier row
+        prefix = torch.arange(self.runner.total_slots, device=device) < pairs
+        for level in range(1, self.depth):
+            own = (level - 1) * k + rows
+            tree = frontier_anc.clone()
+            tree[rows, own] = True
+            mask = prefix.expand(k, -1).clone()
+            mask[:, fed_slots] = tree
+            hidden = self.head(all_tokens[frontier][None], (root_pos + level - 1).expand(k), fed_slots[own],
+                               mask[None, None], features=frontier_feat[None])[0]
+            child = torch.log_softmax(self.head.logits(hidden), -1).topk(k)
+            child_scores = (all_scores[frontier][:, None] + child.values).flatten()
+            child_row = rows.repeat_interleave(k)
+            new_ids = all_scores.numel() + torch.arange(k * k, device=device)
+            all_tokens = torch.cat([all_tokens, child.indices.flatten()])
+            all_scores = torch.cat([all_scores, child_scores])
+            all_parents = torch.cat([all_parents, frontier[child_row]])
+            best = child_scores.topk(k).indices
+            frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
+        return all_tokens, all_scores, all_parents
 
     def describe(self):
         return {"drafter": self.name, "eagle_topk": self.topk, "eagle_depth": self.depth,

@@ -76,12 +76,18 @@ class Attention(nn.Module):
             self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
         else:
             self.q_norm = self.k_norm = None
+        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # stacked q/k/v (fuse_projections)
 
     def forward(self, x, cos, sin, cache: StaticKVCache, slots, mask):
         b, n, _ = x.shape
-        q = self.q_proj(x).view(b, n, self.n_heads, self.head_dim)
-        k = self.k_proj(x).view(b, n, self.n_kv, self.head_dim)
-        v = self.v_proj(x).view(b, n, self.n_kv, self.head_dim)
+        if self.fused is None:
+            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        else:
+            kv_width = self.n_kv * self.head_dim
+            q, k, v = F.linear(x, *self.fused).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
+        q = q.view(b, n, self.n_heads, self.head_dim)
+        k = k.view(b, n, self.n_kv, self.head_dim)
+        v = v.view(b, n, self.n_kv, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
@@ -98,9 +104,14 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(h, i, bias=False)
         self.up_proj = nn.Linear(h, i, bias=False)
         self.down_proj = nn.Linear(i, h, bias=False)
+        self.fused: tuple[torch.Tensor, None] | None = None  # stacked gate/up (Transformer.fuse_projections)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if self.fused is None:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        else:
+            gate, up = F.linear(x, *self.fused).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -179,3 +190,31 @@ class Transformer(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()
+
+    @torch.no_grad()
+    def fuse_projections(self) -> int:
+        """Stack q/k/v and gate/up into one weight each, where all are plain ``nn.Linear``; returns groups fused.
+
+        One GEMV over the stacked weight uses memory bandwidth better at decode than three small ones (a GQA
+        model's k/v projections are too small to saturate it). The separate parameters become views of the
+        stacked tensor, so memory and state-dict names do not change. Call it after quantization (quantized
+        linears are left alone) and after moving the model to its device.
+        """
+        fused = 0
+        for layer in self.model.layers:
+            attn, mlp = layer.self_attn, layer.mlp
+            for owner, parts in ((attn, (attn.q_proj, attn.k_proj, attn.v_proj)), (mlp, (mlp.gate_proj, mlp.up_proj))):
+                if owner.fused is not None or any(type(p) is not nn.Linear for p in parts):
+                    continue
+                weight = torch.cat([p.weight for p in parts])
+                bias = None if parts[0].bias is None else torch.cat([p.bias for p in parts])
+                rows = 0
+                for p in parts:
+                    n = p.out_features
+                    p.weight = nn.Parameter(weight[rows : rows + n], requires_grad=False)
+                    if bias is not None:
+                        p.bias = nn.Parameter(bias[rows : rows + n], requires_grad=False)
+                    rows += n
+                owner.fused = (weight, bias)
+                fused += 1
+        return fused

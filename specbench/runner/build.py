@@ -57,7 +57,10 @@ def load_tokenizer(model_cfg: DictConfig):
 
 
 def session_for(model: Transformer, cfg: DictConfig) -> ModelSession:
-    return ModelSession(ForwardRunner(model, cfg.runtime.max_seq_len, cuda_graphs=cfg.timing.cuda_graphs))
+    if cfg.timing.fuse_projections:
+        model.fuse_projections()
+    return ModelSession(ForwardRunner(model, cfg.runtime.max_seq_len, cuda_graphs=cfg.timing.cuda_graphs,
+                                      compile=cfg.timing.compile))
 
 
 def sampling_params(runtime: DictConfig) -> SamplingParams:

@@ -51,6 +51,8 @@ class TimingConf:
     warmup: int = 3  # warm-up generations (on the first question) before anything is recorded
     repeats: int = 1
     cuda_graphs: bool = True
+    compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
+    fuse_projections: bool = True  # one stacked GEMM for q/k/v and for gate/up (16-bit linears only)
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
     replay_tau: Optional[float] = None
@@ -60,7 +62,7 @@ class TimingConf:
 
 @dataclass
 class RuntimeConf:
-    device: str = "cpu"
+    device: str = "cpu"  # cpu | cuda (the GPU the process sees) | cuda:auto (lease a free GPU: runner/gpu_pool.py)
     dtype: str = "float32"
     seed: int = 0
     temperature: float = 0.0
@@ -68,6 +70,8 @@ class RuntimeConf:
     top_k: int = 0
     max_seq_len: int = 2048
     threads: Optional[int] = None  # CPU threads for torch (1 is fastest for the tiny shipped models)
+    gpu_lock_dir: Optional[str] = None  # cuda:auto: the GPU lease locks (None: per user and host, see gpu_pool)
+    gpu_wait_s: float = 43200.0  # cuda:auto: how long to wait for a free GPU before failing
 
 
 @dataclass
@@ -79,10 +83,19 @@ class OutputConf:
 
 
 def register_schemas() -> None:
+    register_resolvers()
     cs = ConfigStore.instance()
     for group, node in (("model", ModelConf), ("quant", QuantConf), ("dataset", DatasetConf),
                         ("timing", TimingConf), ("runtime", RuntimeConf), ("output", OutputConf)):
         cs.store(group=group, name=f"{group}_schema", node=node)
+
+
+def register_resolvers() -> None:
+    """``${specbench_gpus:}``: the number of GPUs this process sees (at least 1), e.g. for a launcher's job count."""
+    if not OmegaConf.has_resolver("specbench_gpus"):
+        from specbench.runner.gpu_pool import visible_gpus
+
+        OmegaConf.register_new_resolver("specbench_gpus", lambda: max(1, len(visible_gpus())))
 
 
 def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
@@ -100,10 +113,18 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-IDENTITY_EXCLUDES = ("output.", "hydra.")
+# not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased
+IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s")
 
 
 def config_hash(cfg: DictConfig) -> str:
-    """A short hash of everything that defines the measurement (output settings excluded)."""
+    """A short hash of everything that defines the measurement (output settings excluded).
+
+    ``runtime.device=cuda:auto`` hashes as ``cuda``: which GPU of a host a job leased is not part of its identity
+    (``env.gpu`` records the model, ``env.gpu_lease`` the GPU), so a resumed job or a shared AR baseline finds its
+    folder whichever GPU it runs on.
+    """
     flat = {k: v for k, v in flatten(cfg).items() if not k.startswith(IDENTITY_EXCLUDES)}
+    if flat.get("runtime.device") == "cuda:auto":
+        flat["runtime.device"] = "cuda"
     return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -3,7 +3,9 @@
 A job runs its ``drafter`` and, with ``baseline: true``, the autoregressive baseline and any drafters named
 in ``compare`` against the same loaded target, so speedups come from one process on one GPU. Each method has
 its own run folder ``output.root/output.name/<config hash>/`` (the hash covers everything that defines the
-measurement), so reruns resume and a baseline already measured is reused.
+measurement), so reruns resume and a baseline already measured is reused. One process at a time measures into a
+folder (``locks.run_folder_lock``): a job whose baseline another job of the sweep is measuring right now measures
+its own drafters first and then resumes the baseline, which by then is normally complete.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from specbench.quantization import describe
 from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
 from specbench.runner.config import config_hash, flatten
 from specbench.runner.environment import environment
+from specbench.runner.gpu_pool import bind, current_lease, resolve_device
+from specbench.runner.locks import run_folder_lock
 from specbench.runner.metrics import generation_row, step_rows
 from specbench.runner.store import ResultStore
 from specbench.timing.phases import PhaseTimer
@@ -52,13 +56,27 @@ def run_dir(cfg: DictConfig) -> Path:
     return Path(cfg.output.root) / cfg.output.name / config_hash(cfg)
 
 
+def use_device(cfg: DictConfig) -> str:
+    """Resolve ``runtime.device`` (``cuda:auto`` leases a free GPU, then reads ``cuda``) and make it current."""
+    device = resolve_device(cfg.runtime)
+    if device != cfg.runtime.device:
+        cfg.runtime.device = device
+    dev = torch.device(device)
+    if dev.type == "cuda":  # events, streams and graphs use the current device
+        lease = current_lease()
+        if dev.index is not None:
+            torch.cuda.set_device(dev)
+        elif lease is not None:
+            bind(lease)
+    return device
+
+
 def run(cfg: DictConfig) -> list[Path]:
     """Measure every method of ``cfg``; return their run folders."""
+    use_device(cfg)
     torch.manual_seed(cfg.runtime.seed)
     if cfg.runtime.get("threads"):
         torch.set_num_threads(cfg.runtime.threads)
-    if torch.device(cfg.runtime.device).type == "cuda":  # events, streams and graphs use the current device
-        torch.cuda.set_device(torch.device(cfg.runtime.device))
     target = build_model(cfg.model, cfg.quant, cfg.runtime)
     session = session_for(target, cfg)
     if cfg.dataset.name == "synthetic":
@@ -70,15 +88,37 @@ def run(cfg: DictConfig) -> list[Path]:
                                    question_begin=cfg.dataset.question_begin, question_end=cfg.dataset.question_end)
     if not questions:
         raise ValueError(f"dataset {cfg.dataset.name} with these filters has no questions")
-    folders = []
-    for method in method_configs(cfg):
-        folder = run_dir(method)
-        folder.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(method, folder / "config.yaml")
-        (folder / "env.json").write_text(json.dumps(environment(cfg.runtime.device), indent=2))
-        run_method(method, session, tokenizer, spec, questions, ResultStore(folder))
-        folders.append(folder)
-    return folders
+    methods = [(method, run_dir(method)) for method in method_configs(cfg)]
+    busy = []
+    for method, folder in methods:  # a folder another process is measuring into is left for last
+        with run_folder_lock(folder, wait=False) as held:
+            if held:
+                measure(method, folder, session, tokenizer, spec, questions)
+            else:
+                busy.append((method, folder))
+    for method, folder in busy:  # waits for the other process, then resumes what it left (normally nothing)
+        with run_folder_lock(folder):
+            measure(method, folder, session, tokenizer, spec, questions)
+    return [folder for _, folder in methods]
+
+
+def measure(method: DictConfig, folder: Path, session, tokenizer, spec, questions) -> None:
+    """Measure one method into its folder (the caller holds the folder's lock)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    store = ResultStore(folder)
+    if not pending(method, store, questions) and (folder / "env.json").exists():
+        log.info("%s: every question already measured in %s", method.drafter.get("label", method.drafter.name),
+                 folder)
+        return
+    OmegaConf.save(method, folder / "config.yaml")
+    (folder / "env.json").write_text(json.dumps(environment(method.runtime.device), indent=2))
+    run_method(method, session, tokenizer, spec, questions, store)
+
+
+def pending(cfg, store: ResultStore, questions) -> list[tuple[int, Question]]:
+    """(repeat, question) pairs still to measure."""
+    return [(r, q) for r in range(cfg.timing.repeats) for q in questions
+            if not (cfg.output.resume and store.is_done(q.question_id, r))]
 
 
 def synthetic_questions(dataset, vocab_size: int) -> list[Question]:
@@ -124,10 +164,11 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
         return generate(session, drafter, ids, max_new_tokens=max_new, sampling=sampling, stop_ids=stops,
                         generator=generator, timer=timer, acceptor=outer)
 
+    todo = pending(cfg, store, questions)
+    if not todo:
+        return
     for i in range(cfg.timing.warmup):
         one(questions[0], 0, [], cfg.runtime.seed + i)
-    todo = [(r, q) for r in range(cfg.timing.repeats) for q in questions
-            if not (cfg.output.resume and store.is_done(q.question_id, r))]
     progress = Progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
     for repeat, question in todo:
         rows, steps, answers = [], [], []
@@ -138,7 +179,7 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
             answers.append(tokenizer.decode(gen.tokens, skip_special_tokens=True) if tokenizer else "")
             key = {"question_id": question.question_id, "category": question.category, "turn": turn,
                    "repeat": repeat, "seed": seed}
-            rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1]})
+            rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1], **gpu_memory(cfg.runtime.device)})
             steps += [{"config_hash": identity["config_hash"], **key, **s} for s in step_rows(gen)]
             progress.update(gen)
         if spec is not None:  # accuracy of the final answer, in the same row as its speed

@@ -51,7 +51,7 @@ from specbench.model.kv_cache import causal_mask, tree_mask
 PROBES = ("T_t", "T_v", "T_d", "prefill")
 MASKS = ("causal", "tree", "sequence")
 COLUMNS = ["probe", "n", "mask", "context", "median_ms", "p10_ms", "p90_ms", "mean_ms", "replays", "component",
-           "bucket", "cuda_graphs", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype", "layers",
+           "bucket", "cuda_graphs", "compiled", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype", "layers",
            "gpu", "device", "torch"]
 
 
@@ -182,12 +182,14 @@ def model_identity(model: torch.nn.Module, device: torch.device | str) -> dict:
     weight = next(model.parameters())
     dtype = str(weight.dtype).removeprefix("torch.")
     dense = summary["quant_scheme"] == "none"
+    layers = getattr(getattr(model, "model", None), "layers", [])
+    fused = any(getattr(layer.self_attn, "fused", None) is not None for layer in layers)
     short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype, dtype)
     return {
         "model": getattr(model, "source", None) or type(model).__name__,
         "quant": short if dense else summary["quant_scheme"],
         "backend": "dense" if dense else summary["quant_backend"],
-        "kernel": "F.linear" if dense else summary["quant_kernel"],
+        "kernel": ("F.linear" + (" (stacked qkv, gate/up)" if fused else "")) if dense else summary["quant_kernel"],
         "dtype": dtype,
         "layers": int(getattr(model.config, "num_hidden_layers", 0)),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -211,6 +213,7 @@ class ProbeSettings:
     tree_depth: int = 6
     tree_topk: int = 10
     cuda_graphs: bool = True
+    compile: bool = False  # torch.compile each bucket's forward before capturing it
     buckets: Sequence[int] = DEFAULT_BUCKETS
     seed: int = 0
     extra: dict = field(default_factory=dict)  # more identity columns for every row
@@ -240,7 +243,8 @@ class Prober:
                  max_seq_len: int | None = None):
         self.settings = settings
         size = max_seq_len or settings.cache_for(max(settings.contexts, default=0))
-        self.runner = ForwardRunner(model, size, cuda_graphs=settings.cuda_graphs, buckets=settings.buckets)
+        self.runner = ForwardRunner(model, size, cuda_graphs=settings.cuda_graphs, buckets=settings.buckets,
+                                    compile=settings.compile)
         self.session = ModelSession(self.runner)
         self.device = self.runner.device
         self.vocab = model.config.vocab_size
@@ -255,7 +259,8 @@ class Prober:
         return {"probe": probe, "n": n, "mask": mask, "context": context, "median_ms": timing.median_ms,
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": self.component, "bucket": bucket,
-                "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None), "timer": timing.timer,
+                "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None),
+                "compiled": self.runner.compiled, "timer": timing.timer,
                 "cache_slots": self.runner.total_slots, **self.identity}
 
     @torch.inference_mode()
@@ -331,7 +336,8 @@ class HeadProber:
         size = max_seq_len or settings.cache_for(max(settings.contexts, default=0))
         # as EagleDrafter sizes its head's cache: the target's plus room for the tree's frontier nodes
         self.runner = ForwardRunner(head, size + settings.tree_depth * settings.tree_topk,
-                                    cuda_graphs=settings.cuda_graphs, buckets=settings.buckets)
+                                    cuda_graphs=settings.cuda_graphs, buckets=settings.buckets,
+                                    compile=settings.compile)
         self.head = head
         self.device = self.runner.device
         self.hidden = head.config.hidden_size
@@ -375,7 +381,8 @@ class HeadProber:
         return {"probe": "T_d", "n": rows, "mask": "tree", "context": context, "median_ms": timing.median_ms,
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": "eagle_head", "bucket": bucket,
-                "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None), "timer": timing.timer,
+                "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None),
+                "compiled": self.runner.compiled, "timer": timing.timer,
                 "cache_slots": self.runner.total_slots, **self.identity}
 
 
