@@ -295,6 +295,28 @@ def main(argv: list[str] | None = None) -> dict:
     bw = copy_bandwidth(device, int(args.copy_gib * 2**30))
     print(f"  {bw['bandwidth_Bps'] / 1e12:.2f} TB/s", flush=True)
     hf_config = load_hf_config(source)
+    prompt = random_prompt(hf_config["vocab_size"], args.prompt)
+    decode: dict[str, dict] = {}
+    if not args.no_hf:  # first, so that the baseline is measured whatever the budget leaves
+        # disable_compile: with a static cache, generate would otherwise torch.compile the forward on its own
+        variants = (("transformers generate (eager, dynamic cache)", {}),
+                    ("transformers generate (eager, static cache)", {"cache_implementation": "static",
+                                                                     "disable_compile": True}))
+        hf = None
+        for name, kwargs in variants:
+            if over():
+                decode[name] = {"skipped": "time budget spent"}
+                continue
+            print(f"{name}...", flush=True)
+            try:
+                hf = hf or hf_model(hf_config, device, dtype)
+                decode[name] = hf_decode(hf, prompt, args.new_tokens, args.hf_repeats, device, **kwargs)
+                print(f"  {decode[name]['tok_s']:.1f} tok/s", flush=True)
+            except Exception as err:  # noqa: BLE001 - a variant that fails is reported, not fatal
+                decode[name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
+                print(f"  failed: {decode[name]['error']}", flush=True)
+        del hf
+        free(device)
     model = load_model(source, shape_only=True, device=device, dtype=dtype)
     model.source = source
     weight_bytes = tensor_bytes(model)
@@ -306,27 +328,23 @@ def main(argv: list[str] | None = None) -> dict:
     roof = {"weight_bytes": weight_bytes, "tok_s": bw["bandwidth_Bps"] / weight_bytes, "embedding_bytes": embed_bytes,
             "kv_cache_bytes": kv_bytes, "decode_read_bytes": read_bytes,
             "tok_s_decode_read": bw["bandwidth_Bps"] / read_bytes}
-    prompt = random_prompt(c.vocab_size, args.prompt)
     result = {"model": source, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
               "dtype": str(dtype).removeprefix("torch."), "torch": torch.__version__, "prompt_tokens": args.prompt,
               "new_tokens": args.new_tokens, "repeats": args.repeats, "max_seq_len": max_seq_len, "bandwidth": bw,
-              "roofline": roof, "decode": {}, "sd_overhead": []}
+              "roofline": roof, "decode": decode, "sd_overhead": []}
     try:
         import transformers
 
         result["transformers"] = transformers.__version__
     except ImportError:
         result["transformers"] = None
-    # Unfused variants first: stacking the projections changes the model in place.
-    variants = (("specbench (no graphs)", False, False, False), ("specbench (CUDA graphs)", True, False, False),
-                ("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False),
-                ("specbench (CUDA graphs, stacked, torch.compile)", True, True, True))
-    for name, graphs, stacked, compiled in variants:
+
+    def native(name: str, graphs: bool, stacked: bool, compiled: bool) -> None:
         skip = ("time budget spent" if over() else "--no-compile" if compiled and args.no_compile
                 else "--no-eager" if not graphs and args.no_eager else None)
         if skip:
             result["decode"][name] = {"skipped": skip}
-            continue
+            return
         if stacked:
             model.fuse_projections()
         print(f"{name}...", flush=True)
@@ -338,7 +356,11 @@ def main(argv: list[str] | None = None) -> dict:
             result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
             print(f"  failed: {result['decode'][name]['error']}", flush=True)
         free(device)
-    best_compiled = "tok_s" in result["decode"]["specbench (CUDA graphs, stacked, torch.compile)"]
+
+    # Unfused variants first (stacking the projections changes the model in place); compiling is slowest: last.
+    native("specbench (no graphs)", False, False, False)
+    native("specbench (CUDA graphs)", True, False, False)
+    native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
     for kind in ("ngram", "eagle"):
         if over():
             result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
@@ -346,7 +368,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"SD host overhead ({kind})...", flush=True)
         try:
             row = sd_overhead(model, prompt, args.new_tokens, kind, device, max_seq_len, args.replays, args.tau,
-                              best_compiled and args.sd_compile)
+                              args.sd_compile)
             print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
                   f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
         except Exception as err:  # noqa: BLE001 - report and go on
@@ -354,28 +376,9 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  failed: {row['error']}", flush=True)
         result["sd_overhead"].append(row)
         free(device)
+    native("specbench (CUDA graphs, stacked, torch.compile)", True, True, True)
     del model
     free(device)
-    if not args.no_hf:
-        # disable_compile: with a static cache, generate would otherwise torch.compile the forward on its own
-        variants = (("transformers generate (eager, dynamic cache)", {}),
-                    ("transformers generate (eager, static cache)", {"cache_implementation": "static",
-                                                                     "disable_compile": True}))
-        hf = None
-        for name, kwargs in variants:
-            if over():
-                result["decode"][name] = {"skipped": "time budget spent"}
-                continue
-            print(f"{name}...", flush=True)
-            try:
-                hf = hf or hf_model(hf_config, device, dtype)
-                result["decode"][name] = hf_decode(hf, prompt, args.new_tokens, args.hf_repeats, device, **kwargs)
-                print(f"  {result['decode'][name]['tok_s']:.1f} tok/s", flush=True)
-            except Exception as err:  # noqa: BLE001 - a variant that fails is reported, not fatal
-                result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
-                print(f"  failed: {result['decode'][name]['error']}", flush=True)
-        del hf
-        free(device)
     result["elapsed_s"] = time.monotonic() - t0
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str))

@@ -3,6 +3,7 @@ training script's smoke run. All on CPU, offline."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import os
@@ -228,6 +229,50 @@ def test_corpus_matches_shipped_log():
 
     _, _, info = script.read_corpus(Path(sysconfig.get_paths()["stdlib"]), script.Settings())
     assert info["sha256"] == LOG["corpus"]["sha256"] and info["files"] == LOG["corpus"]["files"]
+
+
+def test_compare_logs_tolerance_and_corpus():
+    """The rerun check: final metrics within tolerance pass, one outside fails, and other inputs always fail."""
+    compare = load_script().compare_logs
+
+    def rerun(**changes):
+        log = copy.deepcopy(LOG)
+        for path, value in changes.items():
+            part, key = path.split("__")
+            log[part][key] = value if isinstance(value, str) else log[part][key] + value
+        return log
+
+    same = compare(LOG, LOG)
+    assert same["ok"] and same["inputs_ok"] and len(same["metrics"]) == 5
+    assert all(r["diff"] == 0 for r in same["metrics"])
+    assert compare(LOG, rerun(target__val_loss=0.04, draft__val_loss=-0.03, eagle__val_loss=-0.05,
+                              eagle__val_top1_vs_target=0.03))["ok"]
+    far = compare(LOG, rerun(draft__val_loss=0.06))
+    assert not far["ok"] and far["inputs_ok"]
+    assert [r["metric"] for r in far["metrics"] if not r["ok"]] == ["draft.val_loss"]
+    assert compare(LOG, rerun(draft__val_loss=0.06), tolerance=0.1)["ok"]
+    assert not compare(LOG, rerun(draft__val_greedy_agreement_with_target=-0.04))["ok"]
+    cut_short = copy.deepcopy(LOG)
+    del cut_short["eagle"]
+    assert not compare(LOG, cut_short)["ok"]
+    other_settings = copy.deepcopy(LOG)
+    other_settings["settings"]["target_steps"] = 400
+    for log in (rerun(corpus__sha256="0" * 64), rerun(corpus__val_tokens=1), rerun(corpus__train_tokens=-1),
+                other_settings):
+        other = compare(LOG, log)
+        assert not other["ok"] and not other["inputs_ok"] and len(other["mismatch"]) == 1
+        assert all(r["ok"] for r in other["metrics"])  # the losses agree, yet the check fails
+    assert set(compare(LOG, rerun(corpus__sha256="0" * 64))["mismatch"]) == {"sha256"}
+
+
+def test_compare_stops_before_training_on_another_corpus(tmp_path):
+    env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")
+    run = subprocess.run([sys.executable, str(SCRIPT), "--smoke", "--device", "cpu", "--out", str(tmp_path),
+                          "--compare", str(ASSETS / "train_log.json")],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 2 and "CORPUS OR SETTINGS DIFFER" in run.stdout, run.stdout + run.stderr
+    result = json.loads((tmp_path / "compare.json").read_text())
+    assert not result["ok"] and "sha256" in result["mismatch"] and not (tmp_path / "target").exists()
 
 
 def test_smoke_training_runs_and_losses_fall(tmp_path):

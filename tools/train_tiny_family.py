@@ -8,6 +8,11 @@ fingerprint is ``corpus.sha256`` in ``train_log.json``. Full run (about 4 minute
 
 ``--smoke`` trains miniature shapes for a few steps on a small slice of the corpus (seconds on a CPU); the
 tests use it to check that the pipeline runs and its losses fall.
+
+``--compare specbench/assets/tiny/train_log.json`` checks a rerun against the shipped run. The settings and the
+corpus must be the same (fingerprint, sizes, token counts), else it stops before training (exit 2), and the
+final validation metrics must land within tolerance (else exit 1). It prints a table and writes
+``compare.json`` in ``--out``.
 """
 
 from __future__ import annotations
@@ -77,6 +82,54 @@ SMOKE = Settings(
     target=Shape(64, 2, 4, 2, 128, tied=False), draft=Shape(32, 1, 2, 1, 64, tied=True),
     target_steps=40, draft_steps=40, eagle_steps=40, eval_windows=8,
 )
+
+
+# ---------------------------------------------------------------- reproduction check
+
+LOSS_TOLERANCE = 0.05  # nats (EAGLE: smooth-L1 + 0.1 soft CE); GPU reruns differ only by kernel nondeterminism
+CHECKED = {  # final metric: its tolerance, None for the loss tolerance
+    "target.val_loss": None, "draft.val_loss": None, "eagle.val_loss": None,
+    "draft.val_greedy_agreement_with_target": 0.03, "eagle.val_top1_vs_target": 0.03,
+}
+SAME_CORPUS = ("sha256", "files", "chars", "train_files", "val_files", "chat_samples", "train_tokens",
+               "val_tokens", "tokenizer_vocab")
+
+
+def compare_logs(reference: dict, new: dict, tolerance: float = LOSS_TOLERANCE) -> dict:
+    """Compares a rerun's ``train_log.json`` with the reference one. The inputs (the settings, and the corpus's
+    text fingerprint, sizes and token counts, so the same tokenizer too) must be identical, else comparing the
+    losses means nothing; every metric in ``CHECKED`` must be in ``new`` and within its tolerance.
+    Pure: two dicts in, one out."""
+    inputs = {k: (reference["corpus"].get(k), new.get("corpus", {}).get(k)) for k in SAME_CORPUS}
+    inputs["settings"] = (reference.get("settings"), new.get("settings"))
+    inputs_ok = all(a == b and a is not None for a, b in inputs.values())
+    rows = []
+    for metric, tol in CHECKED.items():
+        part, key = metric.split(".")
+        ref, got, tol = reference[part][key], new.get(part, {}).get(key), tolerance if tol is None else tol
+        diff = None if got is None else round(got - ref, 4)
+        rows.append(dict(metric=metric, reference=ref, new=got, diff=diff, tolerance=tol,
+                         ok=diff is not None and abs(diff) <= tol + 1e-9))
+    return dict(ok=inputs_ok and all(r["ok"] for r in rows), inputs_ok=inputs_ok,
+                mismatch={k: v for k, v in inputs.items() if v[0] != v[1] or v[0] is None},
+                metrics=rows, reference_run=[reference.get("device"), reference.get("torch")],
+                new_run=[new.get("device"), new.get("torch")])
+
+
+def report_comparison(result: dict, folder: Path) -> None:
+    (folder / "compare.json").write_text(json.dumps(result, indent=2) + "\n")
+    if not result["inputs_ok"]:
+        print("CORPUS OR SETTINGS DIFFER from the reference run, so comparing losses is meaningless; "
+              "(reference, new):", json.dumps(result["mismatch"]), flush=True)
+
+    def fmt(x, w):
+        return f"{x:{w}.4f}" if x is not None else f"{'-':>{w}}"
+
+    print(f"{'metric':40} {'reference':>9} {'new':>9} {'diff':>8} {'tol':>6}")
+    for r in result["metrics"]:
+        print(f"{r['metric']:40} {fmt(r['reference'], 9)} {fmt(r['new'], 9)} {fmt(r['diff'], 8)} "
+              f"{r['tolerance']:6.3f} {'ok' if r['ok'] else 'missing' if r['new'] is None else 'OUTSIDE'}")
+    print("reproduced within tolerance" if result["ok"] else "NOT reproduced", flush=True)
 
 
 # ---------------------------------------------------------------- corpus and tokenizer
@@ -483,7 +536,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stdlib", type=Path, default=Path(sysconfig.get_paths()["stdlib"]), help="corpus root")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a number in Settings")
+    ap.add_argument("--compare", type=Path, metavar="TRAIN_LOG", help="reference train_log.json to reproduce")
+    ap.add_argument("--tolerance", type=float, default=LOSS_TOLERANCE, help="for the final val losses")
     args = ap.parse_args(argv)
+    reference = json.loads(args.compare.read_text()) if args.compare else None
     stdlib_given = args.stdlib != Path(sysconfig.get_paths()["stdlib"])
     s = SMOKE if args.smoke else Settings()
     for item in args.set:
@@ -514,6 +570,9 @@ def main(argv: list[str] | None = None) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "val_sample.txt").write_text("\n\n".join(val_texts)[: 4_000 if args.smoke else 64_000])
     save_log(corpus=corpus)
+    if reference and not (early := compare_logs(reference, log, args.tolerance))["inputs_ok"]:
+        report_comparison(early, args.out)  # another corpus or other settings: stop before training
+        raise SystemExit(2)
 
     target, target_log = train_lm("target", s.target, s, s.target_steps, s.target_lr, s.target_dropout,
                                   train, val, device, s.seed)
@@ -527,6 +586,11 @@ def main(argv: list[str] | None = None) -> dict:
     export_eagle(args.out / "eagle", head, s, tok)
     save_log(eagle=eagle_log)
     print(f"done in {log['total_seconds']}s", flush=True)
+    if reference:
+        result = compare_logs(reference, log, args.tolerance)
+        report_comparison(result, args.out)
+        if not result["ok"]:
+            raise SystemExit(1)
     return log
 
 
