@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 from pathlib import Path
 
 import hydra
@@ -13,18 +15,65 @@ from specbench.runner.config import register_schemas
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 register_schemas()
 
+# hydra/launcher=NAME -> (the Hydra plugin its config builds on, the optional extra that installs it)
+LAUNCHER_EXTRAS = {
+    "gpus": ("hydra_plugins.hydra_joblib_launcher", "multigpu"),
+    "local": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
+    "slurm": ("hydra_plugins.hydra_submitit_launcher", "slurm"),
+}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # no hydra_plugins package at all
+        return False
+
+
+def missing_launcher(argv: list[str]) -> str | None:
+    """The error for a ``hydra/launcher=...`` override whose plugin is not installed, else None."""
+    for arg in argv:
+        if arg.startswith("hydra/launcher="):
+            name = arg.split("=", 1)[1]
+            plugin, extra = LAUNCHER_EXTRAS.get(name, (None, None))
+            if plugin is not None and not _installed(plugin):
+                return (f"hydra/launcher={name} needs the optional extra '{extra}' "
+                        f"(it provides {plugin.split('.')[-1]}): pip install -e \".[{extra}]\"")
+    return None
+
 
 @hydra.main(version_base="1.3", config_path=CONF, config_name="config")
 def main(cfg: DictConfig) -> None:
+    from specbench.runner.gpu_pool import resolve_device
+
+    # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
+    cfg.runtime.device = resolve_device(cfg.runtime)
+
     from specbench.runner.run import run
     from specbench.runner.summary import print_summary, summarize
 
     logging.getLogger("specbench").info("run folders under %s/%s", cfg.output.root, cfg.output.name)
-    folders = run(cfg)
+    try:
+        folders = run(cfg)
+    finally:
+        release_memory()  # a parallel launcher's worker runs its next job in the same process
     print_summary(summarize(folders))
     for folder in folders:
         print(f"results: {folder / 'results.parquet'}")
 
 
+def release_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
+    error = missing_launcher(sys.argv[1:])
+    if error:
+        sys.exit(error)
     main()

@@ -63,7 +63,7 @@ def test_experiment_composes(hydra_compose, name):
     cfg = hydra_compose(f"+experiment={name}", hydra_cfg=True)
     params = sweep(cfg)
     assert params and all(values for values in params.values())
-    assert cfg.output.name == name and cfg.runtime.device == "cuda" and cfg.timing.warmup >= 1
+    assert cfg.output.name == name and cfg.runtime.device == "cuda:auto" and cfg.timing.warmup >= 1
     OmegaConf.to_container(hydra_compose(f"+experiment={name}"), resolve=True)
     smoke = hydra_compose(f"+experiment=smoke/{name}", hydra_cfg=True)
     smoke_params = sweep(smoke)

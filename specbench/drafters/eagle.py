@@ -105,7 +105,9 @@ class EagleDrafter(Drafter):
         root_pos, pairs = start[0], start[1]
         fed = k * (self.depth - 1)
         rows = torch.arange(k, device=device)
-        fed_slots = pairs + torch.arange(fed, device=device)
+        fed_ids = torch.arange(fed, device=device)
+        fed_slots = pairs + fed_ids
+        child_row = rows[:, None].expand(k, k).flatten()  # the frontier row of each of the k² children
         top = logp_root.topk(k)
         all_tokens, all_scores = top.indices, top.values
         all_parents = torch.full((k,), -1, device=device)
@@ -115,15 +117,13 @@ class EagleDrafter(Drafter):
         prefix = torch.arange(self.runner.total_slots, device=device) < pairs
         for level in range(1, self.depth):
             own = (level - 1) * k + rows
-            tree = frontier_anc.clone()
-            tree[rows, own] = True
+            tree = frontier_anc | (fed_ids[None, :] == own[:, None])  # no host scalar: capturable
             mask = prefix.expand(k, -1).clone()
             mask[:, fed_slots] = tree
             hidden = self.head(all_tokens[frontier][None], (root_pos + level - 1).expand(k), fed_slots[own],
                                mask[None, None], features=frontier_feat[None])[0]
             child = torch.log_softmax(self.head.logits(hidden), -1).topk(k)
             child_scores = (all_scores[frontier][:, None] + child.values).flatten()
-            child_row = rows.repeat_interleave(k)
             new_ids = all_scores.numel() + torch.arange(k * k, device=device)
             all_tokens = torch.cat([all_tokens, child.indices.flatten()])
             all_scores = torch.cat([all_scores, child_scores])

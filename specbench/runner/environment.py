@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import os
 import platform
 import socket
 import subprocess
@@ -38,12 +39,27 @@ def _driver() -> str | None:
         return None
 
 
+def _gpu_uuid(device: torch.device) -> str | None:
+    uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
+    return f"GPU-{uuid}" if uuid is not None else None
+
+
 @lru_cache(maxsize=None)
 def environment(device: str) -> dict:
-    cuda = torch.device(device).type == "cuda"
+    from specbench.runner.gpu_pool import current_lease
+
+    dev = torch.device(device)
+    cuda = dev.type == "cuda"
+    if cuda and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
+    lease = current_lease()
     return {
-        "env.gpu": torch.cuda.get_device_name(torch.device(device)) if cuda else None,
-        "env.gpu_count": torch.cuda.device_count() if cuda else 0,
+        "env.gpu": torch.cuda.get_device_name(dev) if cuda else None,
+        "env.gpu_count": torch.cuda.device_count() if cuda else 0,  # the GPUs the process sees
+        "env.gpu_index": dev.index if cuda else None,  # its CUDA index in the process
+        "env.gpu_uuid": _gpu_uuid(dev) if cuda else None,
+        "env.gpu_lease": lease.gpu if cuda and lease is not None else None,  # runtime.device=cuda:auto: the GPU leased
+        "env.cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         "env.driver": _driver() if cuda else None,
         "env.cuda": torch.version.cuda,
         "env.torch": torch.__version__,

@@ -121,6 +121,15 @@ def pending(cfg, store: ResultStore, questions) -> list[tuple[int, Question]]:
             if not (cfg.output.resume and store.is_done(q.question_id, r))]
 
 
+def gpu_memory(device: str) -> dict:
+    """Peak and total memory of a CUDA device (bytes) so far in this process: shows what a configuration needs."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return {}
+    return {"gpu_peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
+            "gpu_total_bytes": torch.cuda.get_device_properties(device).total_memory}
+
+
 def synthetic_questions(dataset, vocab_size: int) -> list[Question]:
     """Random-token prompts of a fixed length, for shape-only timing runs that have no tokenizer."""
     g = torch.Generator().manual_seed(0)
