@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from specbench.decoding.graphs import GraphedCall
@@ -33,6 +34,8 @@ class ForwardRunner:
         self.cuda_graphs = cuda_graphs and self.device.type == "cuda"
         self._graphs: dict[tuple, GraphedCall] = {}
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
+        self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
+        self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
         self.compiled = compile
         if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
@@ -59,12 +62,56 @@ class ForwardRunner:
         inputs = (ids, positions, slots, mask) + (() if features is None else (features,))
         if size is None:
             return self._step(inputs, layers)
-        inputs = self._pad(size, *inputs)
-        key = (size, None if layers is None else tuple(layers), features is None)
+        logits, hidden = self._replay(size, layers, self._pad(size, *inputs))
+        return logits[:n], hidden[:n]
+
+    def tree(self, ids: Sequence[int], depths: Sequence[int], start: int, ancestors: np.ndarray,
+             layers: Sequence[int] | None = None, features: torch.Tensor | None = None):
+        """``__call__`` for ``n`` tokens after a committed prefix of ``start`` slots, inputs given on the host.
+
+        Token i goes to slot ``start + i`` at position ``start + depths[i]`` and sees the prefix and the tokens
+        marked in row i of ``ancestors`` [n, n]. With graphs the inputs are written into one pinned host buffer
+        per bucket and copied to the graph's inputs asynchronously: no small kernels and no host syncs.
+        """
+        n = len(ids)
+        size = self.bucket(n) if self.cuda_graphs else None
+        ids_t, pos_t, slots_t, mask_t = staged = self._host_inputs(n) if size is None else self._staging_for(size)
+        ids_np, pos_np, slots_np, mask_np = (t.numpy() for t in staged)
+        ids_np[:n], pos_np[:n], slots_np[:n] = ids, np.asarray(depths) + start, np.arange(start, start + n)
+        mask_np[:n, :start] = True
+        mask_np[:n, start : start + n] = ancestors
+        pad = (size or n) - n
+        if pad:  # padding rows: scratch slots, each attending only itself
+            ids_np[n:], pos_np[n:], slots_np[n:] = 0, 0, np.arange(self.max_seq_len, self.max_seq_len + pad)
+            mask_np[np.arange(n, n + pad), slots_np[n:]] = True
+            if features is not None:
+                features = torch.cat([features, features.new_zeros(pad, features.shape[1])])
+        inputs = (ids_t, pos_t, slots_t, mask_t[None, None]) + (() if features is None else (features,))
+        if size is None:
+            return self._step(tuple(t.to(self.device) for t in inputs), layers)
+        logits, hidden = self._replay(size, layers, inputs)
+        self._staged_copy.record()
+        return logits[:n], hidden[:n]
+
+    def _host_inputs(self, rows: int, pin: bool = False) -> tuple[torch.Tensor, ...]:
+        """Zeroed ids, positions, slots [rows] and mask [rows, total_slots] on the host."""
+        index = torch.zeros(3, rows, dtype=torch.long, pin_memory=pin)
+        return (*index, torch.zeros(rows, self.total_slots, dtype=torch.bool, pin_memory=pin))
+
+    def _staging_for(self, size: int) -> tuple[torch.Tensor, ...]:
+        """The pinned host inputs of bucket ``size``, zeroed once the last copy out of them has finished."""
+        if size not in self._staging:
+            self._staging[size] = self._host_inputs(size, pin=True)
+        self._staged_copy.synchronize()
+        staged = self._staging[size]
+        staged[3].zero_()
+        return staged
+
+    def _replay(self, size: int, layers, inputs: tuple[torch.Tensor, ...]):
+        key = (size, None if layers is None else tuple(layers), len(inputs) == 4)
         if key not in self._graphs:
             self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
-        logits, hidden = self._graphs[key](*inputs)
-        return logits[:n], hidden[:n]
+        return self._graphs[key](*inputs)
 
     def _forward(self, inputs, layers):
         ids, positions, slots, mask, *features = inputs

@@ -10,7 +10,8 @@ import torch
 class GraphedCall:
     """``fn(*tensors) -> tensor or tuple of tensors`` with static shapes, captured once into a CUDA graph.
 
-    Every call copies its arguments into the captured input buffers and replays. The returned tensors are the
+    Every call copies its arguments (device tensors or pinned host tensors) into the captured input buffers and
+    replays. The returned tensors are the
     graph's own output buffers: read or copy them before the next call overwrites them.
     """
 
@@ -22,7 +23,8 @@ class GraphedCall:
         self.outputs = None
 
     def capture(self, *args: torch.Tensor) -> None:
-        self.inputs = tuple(a.clone() for a in args)
+        device = torch.device("cuda", torch.cuda.current_device())
+        self.inputs = tuple(a.to(device, copy=True) for a in args)
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
@@ -37,6 +39,6 @@ class GraphedCall:
         if self.graph is None:
             self.capture(*args)
         for dst, src in zip(self.inputs, args):
-            dst.copy_(src)
+            dst.copy_(src, non_blocking=True)  # device tensors, or pinned host ones (ForwardRunner.tree)
         self.graph.replay()
         return self.outputs

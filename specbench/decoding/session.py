@@ -13,7 +13,7 @@ import torch
 
 from specbench.decoding.draft import Draft
 from specbench.decoding.forward import ForwardRunner
-from specbench.model.kv_cache import causal_mask, tree_mask
+from specbench.model.kv_cache import causal_mask
 
 PREFILL_CHUNK = 4096
 
@@ -75,15 +75,10 @@ class ModelSession:
 
     def verify(self, root: int, draft: Draft, layers: Sequence[int] | None = None):
         """Run root + draft under the tree mask after the prefix; return logits [n, V] and hidden [n, h]."""
-        n = len(draft) + 1
-        self._check_room(n)
-        start = self.length
+        self._check_room(len(draft) + 1)
         self._verified = [root] + draft.tokens
-        ids = torch.tensor(self._verified, device=self.device)
-        depth = torch.tensor([0] + draft.depths, device=self.device)
-        slots = torch.arange(start, start + n, device=self.device)
-        mask = tree_mask(start, draft.ancestors(self.device), self.runner.total_slots)
-        return self.runner(ids, depth + start, slots, mask, layers or self.layers)
+        return self.runner.tree(self._verified, [0] + draft.depths, self.length, draft.ancestor_array(),
+                                layers or self.layers)
 
     def commit(self, nodes: Sequence[int]) -> None:
         """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify."""

@@ -11,6 +11,7 @@ proposals are deterministic, so sampling verification treats them as point masse
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from specbench.decoding.draft import Draft
@@ -57,14 +58,14 @@ class EagleDrafter(Drafter):
         features, start = self.pending
         self.pending = None
         m, device = features.shape[0], self.runner.device
-        ids = torch.tensor(tokens[start + 1 : start + 1 + m], device=device)
-        pos = torch.arange(start, start + m, device=device)
-        mask = causal_mask(start, m, self.runner.total_slots, device)
+        ids = tokens[start + 1 : start + 1 + m]
         if m > self.runner.buckets[-1]:  # a prompt: skip the full-vocabulary logits of every row
-            hidden = self.head(ids[None], pos, pos, mask, features=features[None])[0]
+            pos = torch.arange(start, start + m, device=device)
+            mask = causal_mask(start, m, self.runner.total_slots, device)
+            hidden = self.head(torch.tensor(ids, device=device)[None], pos, pos, mask, features=features[None])[0]
             logits = self.head.logits(hidden[-1:])
         else:
-            logits, hidden = self.runner(ids, pos, pos, mask, features=features)
+            logits, hidden = self.runner.tree(ids, range(m), start, np.tri(m, dtype=bool), features=features)
         self.pairs = start + m
         return hidden[-1], torch.log_softmax(logits[-1].float(), -1)
 
