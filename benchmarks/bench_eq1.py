@@ -13,6 +13,12 @@ intermediate and an EAGLE head, each with a 2048-token KV cache — runs a short
 ``--mem-layers`` below 80 the 70B is built with fewer layers and the peak is scaled linearly to 80 layers (said in
 the output).
 
+gemlite combinations come last and are bounded: each gets an equal share of the time left, checked before every
+probe (a combination that runs out keeps the probes it finished); before probing, one untimed call of each
+distinct layer-0 linear at every M the probes use compiles (or loads) its kernels, and a small agreement check
+against the ``reference`` backend runs. Progress lines carry timestamps; the JSON/Markdown are rewritten after
+every combination (and on SIGTERM).
+
     python -m benchmarks.bench_eq1 --out results/bench_eq1        # on the GPU machine, < 6 minutes
     python -m benchmarks.bench_eq1 --smoke --out /tmp/eq1          # tiny shapes on CPU: checks the script
 """
@@ -21,21 +27,25 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import signal
 import time
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from specbench.decoding.forward import ForwardRunner
+from specbench.decoding.forward import DEFAULT_BUCKETS, ForwardRunner
 from specbench.decoding.generate import generate
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 from specbench.drafters import DraftContext, build_drafter
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_hf_config, load_model
-from specbench.quantization import BACKENDS, UnsupportedBackendError, build_quantizer
-from specbench.quantization.schemes import QuantConfigError
+from specbench.quantization import BACKENDS, QuantLinear, UnsupportedBackendError, build_quantizer
+from specbench.quantization.backends import gemlite as gemlite_backend
+from specbench.quantization.schemes import QuantConfigError, get_scheme
+from benchmarks.bench_quant_linear import _source_code, agreement
 from benchmarks.common import free
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
 
@@ -80,36 +90,75 @@ def build(source: str, scheme: str, backend: str, device: str, dtype: torch.dtyp
 
 
 def probe_scheme(model, settings: ProbeSettings, seq_sizes, head_settings: ProbeSettings | None, extra: dict,
-                 log) -> list[dict]:
+                 log, rows: list[dict] | None = None, deadline: float = math.inf) -> list[dict]:
     """prefill, T_t, T_v(n) (tree) and T_v(n) (sequence) per context, then the head's T_d; a runner per context
-    sized for it unless ``settings.max_seq_len`` fixes one cache size for all."""
-    rows = []
+    sized for it unless ``settings.max_seq_len`` fixes one cache size for all. Rows are appended to ``rows`` as
+    they are measured; after ``deadline`` no further probe starts (the caller sees which are missing)."""
+    rows = [] if rows is None else rows
     name = getattr(model, "source", None)
     for context in settings.contexts:
         size = settings.cache_for(context)
         if settings.max_seq_len is None:
             size = max(size, context + max(seq_sizes, default=1) + 8)
         prober = Prober(model, settings, max_seq_len=size)
-        if settings.prefill:
-            rows.append(prober.prefill(context))
-        decode = prober.decode(context)
-        tree = [prober.verify(n, context, "tree") for n in settings.verify_sizes]
-        seq = [prober.verify(n, context, "sequence") for n in seq_sizes]
-        rows += [decode, *tree, *seq]
-        log(f"    ctx {context} ({prober.runner.total_slots} cache slots): T_t {decode['median_ms']:.3f} ms | "
-            + " ".join(f"{r['n']}:x{r['median_ms'] / decode['median_ms']:.2f}" for r in tree)
-            + "".join(f" | seq{r['n']}:x{r['median_ms'] / decode['median_ms']:.2f}" for r in seq))
+        todo = ([("prefill", 0, "")] if settings.prefill else []) + [("T_t", 1, "causal")]
+        todo += [("T_v", n, "tree") for n in settings.verify_sizes] + [("T_v", n, "sequence") for n in seq_sizes]
+        decode, tree, seq = None, [], []
+        for probe, n, mask in todo:
+            if time.monotonic() > deadline:
+                log(f"    ctx {context}: time share spent before {probe} n={n} {mask}")
+                break
+            if probe == "prefill":
+                row = prober.prefill(context)
+            elif probe == "T_t":
+                row = decode = prober.decode(context)
+            else:
+                row = prober.verify(n, context, mask)
+                (tree if mask == "tree" else seq).append(row)
+            rows.append({**row, **extra})
+        if decode is not None:
+            log(f"    ctx {context} ({prober.runner.total_slots} cache slots): T_t {decode['median_ms']:.3f} ms | "
+                + " ".join(f"{r['n']}:x{r['median_ms'] / decode['median_ms']:.2f}" for r in tree)
+                + "".join(f" | seq{r['n']}:x{r['median_ms'] / decode['median_ms']:.2f}" for r in seq))
         del prober
     if head_settings is not None:
         head = random_eagle_head(model)
         for context in head_settings.contexts:
             hp = HeadProber(head, head_settings, name=name, max_seq_len=head_settings.cache_for(context))
             for k in head_settings.head_rows:
-                rows.append(hp.draft_pass(k, context))
+                rows.append({**hp.draft_pass(k, context), **extra})
                 log(f"    EAGLE head T_d({k} rows, ctx {context}): {rows[-1]['median_ms']:.3f} ms")
             del hp
         del head
-    return [{**r, **extra} for r in rows]
+    return rows
+
+
+def probe_ms(settings: ProbeSettings, seq_sizes, buckets=DEFAULT_BUCKETS) -> list[int]:
+    """The token counts the probes' forwards run at: 1, each verify size's CUDA-graph bucket, and each context's
+    cache fill (a prefill: one eager forward of ``context`` rows above the largest bucket)."""
+    bucket = lambda n: next((b for b in buckets if b >= n), n)  # noqa: E731
+    return sorted({1, *(bucket(n) for n in [*settings.verify_sizes, *seq_sizes]), *map(bucket, settings.contexts)})
+
+
+def warm_gemlite(model, ms, device: str, log) -> dict:
+    """One untimed call of each distinct layer-0 linear at each M: compiles (or loads) the kernels every layer of
+    that shape uses, before any timing; returns the kernel family and config source per M and shape."""
+    linears = {}
+    for module in model.model.layers[0].modules():
+        if isinstance(module, QuantLinear):
+            linears.setdefault((module.in_features, module.out_features), module)
+    dtype = model.model.embed_tokens.weight.dtype
+    chosen = {}
+    for m in ms:
+        t0 = time.monotonic()
+        with torch.inference_mode():
+            for (k, n), layer in linears.items():
+                layer(torch.randn(m, k, device=device, dtype=dtype))
+        torch.cuda.synchronize()
+        chosen[m] = {f"{k}x{n}": gemlite_backend.kernel_choice(layer.kernel, m) for (k, n), layer in linears.items()}
+        log(f"  warm-up M={m}: {time.monotonic() - t0:.1f} s "
+            f"({', '.join(sorted({c['family'] for c in chosen[m].values()}))})")
+    return chosen
 
 
 def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, full_layers: int, prompt: int,
@@ -179,6 +228,7 @@ def markdown(result: dict) -> str:
     probes = pd.DataFrame(result["probes"])
     if not probes.empty:
         ratios = verify_ratios(probes)
+        modes = {} if "autotune" not in probes else probes.groupby(["quant", "backend", "kernel"]).autotune.first()
         for context in sorted(set(probes.context)):
             at = ratios[ratios.context == context]
             tree = at[at["mask"] == "tree"]
@@ -191,6 +241,8 @@ def markdown(result: dict) -> str:
             for (quant, backend, kernel), grp in at.groupby(["quant", "backend", "kernel"], sort=False):
                 t = grp[grp["mask"] == "tree"].set_index("n").ratio
                 seq = grp[grp["mask"] == "sequence"].set_index("n").ratio
+                if isinstance(modes.get((quant, backend, kernel)), str):
+                    kernel = f"{kernel} [autotune {modes[quant, backend, kernel]}]"
                 lines.append(f"| {quant} | {backend} | {kernel} | {grp.T_t_ms.iloc[0]:.3f} | "
                              + " | ".join(f"x{t[n]:.2f}" if n in t else "-" for n in ns)
                              + "".join(f" | x{seq[n]:.2f}" if n in seq else " | -" for n in seq_ns) + " |")
@@ -202,6 +254,18 @@ def markdown(result: dict) -> str:
             lines += [f"| {r.context} | {r.n} | {r.median_ms:.3f} | {r.p10_ms:.3f} | {r.p90_ms:.3f} |"
                       for r in heads.itertuples()]
             lines.append("")
+    gem = result.get("gemlite")
+    if gem and (gem["kernels"] or gem["agreement"]):
+        lines += [f"## gemlite (autotune {gem['autotune']}: {gem['autotune_doc']})", "",
+                  "Kernel family per M of the probes' forwards and config source per distinct layer shape (C cached, "
+                  "c cached at the nearest M, D gemlite default preset, T tuned here).", ""]
+        for scheme, per_m in gem["kernels"].items():
+            cells = [f"M={m}: " + "/".join(sorted({c["family"] for c in chosen.values()})) + " "
+                     + "".join(_source_code(c["config"]) for c in chosen.values()) for m, chosen in per_m.items()]
+            lines.append(f"- {scheme}: " + "; ".join(cells))
+        lines += [f"- agreement {a['scheme']} g{a['group_size']} vs reference: rel. error {a['rel_error']:.2e} "
+                  f"({'ok' if a['ok'] else 'FAIL'})" for a in gem["agreement"]]
+        lines.append("")
     for s in result["skipped"]:
         lines.append(f"- skipped {s['scheme']} x {s['backend']}: {s['reason']}")
     mem = result.get("memory")
@@ -271,20 +335,33 @@ def main(argv: list[str] | None = None) -> dict:
         device, source, big, inter_source = "cuda", args.model, args.big, args.intermediate or args.model
         dtype_of = lambda scheme: torch.float16 if scheme == "fp16" else torch.bfloat16  # noqa: E731
     full_layers = int(load_hf_config(big)["num_hidden_layers"])
-    log = lambda msg: print(msg, flush=True)  # noqa: E731
+    log = lambda msg: print(f"[{time.monotonic() - t0:7.1f} s] {msg}", flush=True)  # noqa: E731
     todo, skipped = combos(args.schemes, args.backends)
     mem_reserve = 0 if args.no_memory else 90  # seconds kept for the memory check
     result = {"model": source, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
               "torch": torch.__version__, "timer": "CUDA events" if device == "cuda" else "perf_counter",
               "replays": args.replays, "contexts": args.contexts, "ns": args.ns, "probes": [], "skipped": skipped,
-              "builds": []}
+              "builds": [], "budget_s": args.budget_s}
+    if any(backend == "gemlite" for _, backend in todo):
+        mode = gemlite_backend.autotune_mode()
+        result["gemlite"] = {"autotune": mode, "autotune_doc": gemlite_backend.MODE_DOC[mode], "agreement": [],
+                             "kernels": {}, "tuning": gemlite_backend.TUNING}
     for s in skipped:
         log(f"skip {s['scheme']} x {s['backend']}: {s['reason']}")
     head_done = False
 
-    def run_combo(scheme: str, backend: str) -> None:
+    def write() -> None:
+        result["elapsed_s"] = time.monotonic() - t0
+        args.out.mkdir(parents=True, exist_ok=True)
+        frame = pd.DataFrame(result["probes"])
+        if not frame.empty:
+            write_probes(frame, args.out / "probes.parquet")
+        (args.out / "eq1.json").write_text(json.dumps(result, indent=1, default=str))
+        (args.out / "eq1.md").write_text(markdown(result))
+
+    def run_combo(scheme: str, backend: str, deadline: float = math.inf) -> None:
         nonlocal head_done
-        log(f"{scheme} x {backend}")
+        log(f"{scheme} x {backend}" + ("" if deadline == math.inf else f" (share {deadline - time.monotonic():.0f} s)"))
         dtype = dtype_of(scheme)
         try:
             t1 = time.monotonic()
@@ -306,7 +383,19 @@ def main(argv: list[str] | None = None) -> dict:
                                           warmup=args.warmup, max_seq_len=args.max_seq_len)
             head_done = True
         extra = {"scheme": scheme, "group_size": GROUPS.get((scheme, backend))}
-        result["probes"].extend(probe_scheme(model, settings, args.seq_ns, head_settings, extra, log))
+        if backend == "gemlite":
+            extra["autotune"] = result["gemlite"]["autotune"]
+            result["gemlite"]["kernels"][scheme] = warm_gemlite(model, probe_ms(settings, args.seq_ns), device, log)
+            group = GROUPS.get((scheme, backend), get_scheme(scheme).default_group)
+            check = agreement(scheme, group, backend, device)
+            result["gemlite"]["agreement"].append(check)
+            log(f"  agreement with reference: rel. error {check['rel_error']:.2e} ({'ok' if check['ok'] else 'FAIL'})")
+        before = len(result["probes"])
+        probe_scheme(model, settings, args.seq_ns, head_settings, extra, log, result["probes"], deadline)
+        expected = len(args.contexts) * (int(settings.prefill) + 1 + len(args.ns) + len(args.seq_ns))
+        if len(result["probes"]) - before < expected:
+            skipped.append({"scheme": scheme, "backend": backend, "reason": f"partial: {len(result['probes']) - before}"
+                            f" of {expected} probes before the time share ran out"})
         result["builds"].append({"scheme": scheme, "backend": backend, "build_s": build_s,
                                  "weight_bytes": tensor_bytes(model)})
         del model
@@ -314,44 +403,58 @@ def main(argv: list[str] | None = None) -> dict:
             try:
                 from specbench.quantization import save_gemlite_cache
 
-                save_gemlite_cache()
+                log(f"  gemlite config cache saved to {save_gemlite_cache()}")
             except Exception as err:  # noqa: BLE001
                 log(f"  gemlite cache not saved: {err}")
         free(device)
 
-    def run_combos(pairs, reserve: float) -> None:
-        for scheme, backend in pairs:
-            if time.monotonic() - t0 > args.budget_s - reserve:
+    def run_combos(pairs, reserve: float, share: bool = False) -> None:
+        for index, (scheme, backend) in enumerate(pairs):
+            left = args.budget_s - reserve - (time.monotonic() - t0)
+            if left <= 0:
                 skipped.append({"scheme": scheme, "backend": backend, "reason": "time budget spent"})
                 log(f"skip {scheme} x {backend}: time budget spent")
                 continue
-            run_combo(scheme, backend)
+            deadline = time.monotonic() + left / (len(pairs) - index) if share else math.inf
+            try:
+                run_combo(scheme, backend, deadline)
+            except Exception as err:  # noqa: BLE001 - only gemlite's (share=True): a failing kernel is a result
+                if not share:
+                    raise
+                reason = f"failed: {type(err).__name__}: {str(err)[:300]}"
+                skipped.append({"scheme": scheme, "backend": backend, "reason": reason})
+                log(f"  {reason}")
+                free(device)
+            write()
 
-    # dense and core-PyTorch kernels first, then the memory check, then gemlite (Triton autotuning can take
-    # minutes per scheme without a cache for this GPU, so it gets what time is left)
-    run_combos([c for c in todo if c[1] != "gemlite"], mem_reserve)
-    if not args.no_memory:
-        backend = args.mem_backend or ("reference" if args.smoke else "torch")
-        left = args.budget_s - (time.monotonic() - t0)
-        layers = min(args.mem_layers or full_layers, full_layers)
-        if not args.smoke and left < 150 and layers == full_layers and full_layers > 16:
-            layers = 16  # not enough time for the full 70B build: 16 layers, scaled linearly (stated in the output)
-        log(f"memory check (w4a16 on {backend}, {layers} of {full_layers} target layers, {left:.0f} s left)")
-        try:
-            result["memory"] = memory_check(device, torch.float32 if args.smoke else torch.bfloat16, backend, layers,
-                                            full_layers, args.mem_prompt, args.mem_new_tokens, (big, inter_source), log)
-        except Exception as err:  # noqa: BLE001 - an out-of-memory here is the answer, not a crash
-            result["memory"] = {"error": f"{type(err).__name__}: {str(err)[:500]}"}
-            log(f"  failed: {result['memory']['error']}")
-            free(device)
-    run_combos([c for c in todo if c[1] == "gemlite"], 0)
-    result["elapsed_s"] = time.monotonic() - t0
-    args.out.mkdir(parents=True, exist_ok=True)
-    frame = pd.DataFrame(result["probes"])
-    if not frame.empty:
-        write_probes(frame, args.out / "probes.parquet")
-    (args.out / "eq1.json").write_text(json.dumps(result, indent=1, default=str))
-    (args.out / "eq1.md").write_text(markdown(result))
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)  # unwinds through the ``finally`` below, which writes what was measured
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        # dense and core-PyTorch kernels first, then the memory check, then gemlite (Triton compiles per layer
+        # shape and M bucket, and autotunes unless a config is cached), each with an equal share of what is left
+        run_combos([c for c in todo if c[1] != "gemlite"], mem_reserve)
+        if not args.no_memory:
+            backend = args.mem_backend or ("reference" if args.smoke else "torch")
+            left = args.budget_s - (time.monotonic() - t0)
+            layers = min(args.mem_layers or full_layers, full_layers)
+            if not args.smoke and left < 150 and layers == full_layers and full_layers > 16:
+                layers = 16  # not enough time for the full 70B build: 16 layers, scaled linearly (said in the output)
+            log(f"memory check (w4a16 on {backend}, {layers} of {full_layers} target layers, {left:.0f} s left)")
+            try:
+                result["memory"] = memory_check(device, torch.float32 if args.smoke else torch.bfloat16, backend,
+                                                layers, full_layers, args.mem_prompt, args.mem_new_tokens,
+                                                (big, inter_source), log)
+            except Exception as err:  # noqa: BLE001 - an out-of-memory here is the answer, not a crash
+                result["memory"] = {"error": f"{type(err).__name__}: {str(err)[:500]}"}
+                log(f"  failed: {result['memory']['error']}")
+                free(device)
+            write()
+        run_combos([c for c in todo if c[1] == "gemlite"], 0, share=True)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        write()
     print(markdown(result))
     return result
 

@@ -5,6 +5,14 @@ CUDA-graph replays (median of >= 20) on enough weight copies to defeat L2, and t
 as the per-shape sum times the layer count. Bandwidth at M=1 is compared with a device-to-device copy measured
 in the same run. ``--smoke`` runs tiny shapes on CPU (reference and dense only) to check the script itself.
 
+Time is bounded: each combination gets an equal share of what is left of ``--budget-s`` (unused time rolls
+over), checked before every shape and M; a combination that runs out keeps the rows (M values) it finished, and
+the JSON/Markdown are rewritten after every combination (and on SIGTERM). Compilation and autotuning happen in an
+untimed warm-up call before each timing. gemlite runs in the autotune mode of ``SPECBENCH_GEMLITE_AUTOTUNE``
+(``specbench.quantization.backends.gemlite``); in its default ``fast`` mode the config choice is the same in every
+process, so ``--prewarm-workers`` processes first compile every (scheme, shape, M) kernel in parallel into
+Triton's on-disk cache and the timing loop only loads them.
+
     python -m benchmarks.bench_quant_linear --out results/quant_linear   # from the repository root
 """
 
@@ -12,6 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
+import signal
 import statistics
 import sys
 import time
@@ -25,6 +36,7 @@ from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
 )
+from specbench.quantization.backends import gemlite as gemlite_backend
 
 MS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
 MODELS = {"llama-3-8b": "llama-3-8b-instruct", "llama-3-70b": "llama-3-70b-instruct"}
@@ -33,6 +45,11 @@ L2_DEFEAT_BYTES = 256 * 2**20
 # (scheme, group size): defaults plus per-channel w4a8, the one gemlite runs with int8 activations
 VARIANTS = [("w8a8_int8", -1), ("w8a8_fp8", -1), ("w8a16", -1), ("w4a16", 128), ("w4a8", 128), ("w4a8", -1)]
 SMOKE_SHAPES = {"smoke": ([("q", 128, 128), ("down", 256, 128)], 2)}
+T0 = time.monotonic()
+
+
+def log(msg: str) -> None:
+    print(f"[{time.monotonic() - T0:7.1f} s] {msg}", flush=True)
 
 
 def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
@@ -103,76 +120,202 @@ def agreement(scheme: str, group: int, backend: str, device: str) -> dict:
     worst = 0.0
     for m in (1, 16, 128):
         x = torch.randn(m, k, device=device, generator=gen, dtype=torch.bfloat16)
-        y, y_ref = fast(x).float(), ref(x).float()
+        with torch.no_grad():
+            y, y_ref = fast(x).float(), ref(x).float()
         worst = max(worst, ((y - y_ref).norm() / y_ref.norm()).item())
-    return {"scheme": scheme, "group_size": group, "backend": backend, "rel_error": worst, "ok": worst <= TOLERANCE}
+    return {"scheme": scheme, "group_size": group, "backend": backend, "kernel": fast.info["kernel"],
+            "autotune": fast.info.get("autotune"), "rel_error": worst, "ok": worst <= TOLERANCE}
+
+
+def distinct_shapes(shapes) -> list[tuple[int, int]]:
+    """(in_features, out_features) of ``shapes`` without repeats (q/o, k/v and gate/up share one), in order."""
+    return list(dict.fromkeys((k, n) for _, k, n in shapes))
 
 
 def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int, ms, device: str, replays: int,
-          copy_bw: float) -> list[dict]:
-    """Per-M stack time from per-shape times on L2-defeating copies; one row per M."""
-    per_shape: dict[int, dict[str, float]] = {m: {} for m in ms}
-    total_bytes, graphed, info = 0, True, {"kernel": "F.linear (cuBLAS)", "packing": "bf16 [N, K]"}
-    for i, (label, k, n) in enumerate(shapes):
+          copy_bw: float, deadline: float, rows: list[dict]) -> str | None:
+    """Append one row per M to ``rows`` as each M is done (stack time from per-shape times on L2-defeating
+    copies); return why it stopped before the last M (``deadline`` passed), if it did. Each distinct shape is
+    timed once and counted for every label it has."""
+    keys = distinct_shapes(shapes)
+    copies, size = {}, {}
+    info = {"kernel": "F.linear (cuBLAS)", "packing": "bf16 [N, K]", "autotune": None}
+    for i, (k, n) in enumerate(keys):
+        if time.monotonic() > deadline:
+            return f"time share spent while building {model} layers"
         first = make_layer(scheme, group, backend, k, n, device, seed=i)
-        size = module_bytes(first)
-        total_bytes += size * layers
-        extra = min(63, L2_DEFEAT_BYTES // size) if device == "cuda" else 0
-        copies = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i) for _ in range(extra)]
+        size[k, n] = module_bytes(first)
+        extra = min(63, L2_DEFEAT_BYTES // size[k, n]) if device == "cuda" else 0
+        copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i) for _ in range(extra)]
         if isinstance(first, QuantLinear):
-            info = {key: first.info[key] for key in ("kernel", "packing")}
-        for m in ms:
-            x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
-            with torch.no_grad():
-                ms_, g = timed(lambda: [layer(x) for layer in copies], device, replays)
-            per_shape[m][label] = ms_ / len(copies)
-            graphed &= g
-        del copies, first
-    rows, base = [], None
+            info = {key: first.info.get(key) for key in info}
+    total_bytes = sum(size[k, n] for _, k, n in shapes) * layers
+    base = None
     for m in ms:
-        stack = sum(per_shape[m].values()) * layers
+        per_key, graphed, warm_s = {}, True, 0.0
+        for k, n in keys:
+            if time.monotonic() > deadline:
+                return f"time share spent at {model} M={m}"
+            x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+            fn = lambda: [layer(x) for layer in copies[k, n]]  # noqa: E731
+            t_warm = time.monotonic()
+            with torch.no_grad():
+                fn()  # untimed: compiles / autotunes this shape at this M
+                if device == "cuda":
+                    torch.cuda.synchronize()
+                warm_s += time.monotonic() - t_warm
+                t, g = timed(fn, device, replays)
+            per_key[k, n] = t / len(copies[k, n])
+            graphed &= g
+        per_shape = {label: per_key[k, n] for label, k, n in shapes}
+        stack = sum(per_shape.values()) * layers
         base = base or stack
         row = {"model": model, "scheme": scheme, "group_size": group, "backend": backend, **info, "M": m,
-               "stack_ms": stack, "ratio_to_M1": stack / base, "per_shape_ms": per_shape[m], "graph": graphed, "weight_bytes": total_bytes}
-        if m == 1:
+               "stack_ms": stack, "ratio_to_M1": stack / base, "per_shape_ms": per_shape, "graph": graphed,
+               "weight_bytes": total_bytes}
+        if backend == "gemlite":
+            row["gemlite"] = {f"{k}x{n}": gemlite_backend.kernel_choice(copies[k, n][0].kernel, m) for k, n in keys}
+        if m == ms[0]:
             row["bandwidth_Bps"] = total_bytes / (stack / 1e3)
             row["bandwidth_vs_copy"] = row["bandwidth_Bps"] / copy_bw
         rows.append(row)
-    return rows
+        log(f"  {model} M={m}: stack {stack:.3f} ms (x{stack / base:.2f}), warm-up {warm_s:.1f} s")
+    return None
+
+
+def _prewarm_one(task: tuple) -> tuple[tuple, float, str | None]:
+    """(worker process) Build one layer and run it once at every M: compiles its kernels into Triton's disk cache."""
+    scheme, group, backend, k, n, ms, device = task
+    t0 = time.monotonic()
+    try:
+        layer = make_layer(scheme, group, backend, k, n, device, seed=0)
+        with torch.no_grad():
+            for m in ms:
+                layer(torch.randn(m, k, device=device, dtype=torch.bfloat16))
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return task[:5], time.monotonic() - t0, None
+    except UnsupportedBackendError:
+        return task[:5], time.monotonic() - t0, "unsupported"
+    except Exception as err:  # noqa: BLE001 - reported; the timing loop then compiles it itself
+        return task[:5], time.monotonic() - t0, f"{type(err).__name__}: {err}"[:300]
+
+
+def prewarm(tasks: list[tuple], workers: int, deadline: float) -> dict:
+    """Run ``tasks`` in ``workers`` spawned processes until done or ``deadline``; the processes are ended before
+    this returns, so nothing else runs on the GPU while the timing loop measures."""
+    out = {"tasks": len(tasks), "workers": workers, "done": 0, "errors": [], "seconds": 0.0}
+    t0 = time.monotonic()
+    log(f"prewarm: {len(tasks)} (scheme, shape) compile tasks in {workers} processes")
+    pool = multiprocessing.get_context("spawn").Pool(workers)
+    try:
+        results = pool.imap_unordered(_prewarm_one, tasks)
+        for _ in tasks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out["errors"].append("prewarm deadline reached; the rest compiles in the timing loop")
+                break
+            try:
+                what, seconds, err = results.next(timeout=left)
+            except multiprocessing.TimeoutError:
+                out["errors"].append("prewarm deadline reached; the rest compiles in the timing loop")
+                break
+            out["done"] += 1
+            if err and err != "unsupported":
+                out["errors"].append(f"{what}: {err}")
+            log(f"  prewarm {out['done']}/{len(tasks)} {what[0]} g{what[1]} {what[3]}x{what[4]}: {seconds:.1f} s"
+                + (f" ({err})" if err else ""))
+    finally:
+        pool.terminate()
+        pool.join()
+    out["seconds"] = time.monotonic() - t0
+    return out
+
+
+FAMILY_ABBR = {"GEMV": "GV", "GEMV_REVSPLITK": "GV-RS", "GEMV_SPLITK": "GV-SK", "GEMM_SPLITK": "GM-SK", "GEMM": "GM"}
+SOURCE_CODE = {"cache": "C", "default": "D"}  # else "c": a cached config of the nearest M, "T": tuned here
+
+
+def _source_code(source: str | None) -> str:
+    if source is None:
+        return "?"
+    return SOURCE_CODE.get(source) or ("c" if source.startswith("cache") else "T")
 
 
 def markdown(result: dict) -> str:
     ms = result["Ms"]
     lines = [f"# Quantized linear M-sweep ({result['device']})", "",
              f"copy bandwidth {result['copy_bandwidth_Bps'] / 1e12:.2f} TB/s; stack = per-shape sum x layers; "
-             "(x) = T(M)/T(1)", "",
-             "| model | scheme | backend | kernel | M=1 ms | " + " | ".join(f"M={m}" for m in ms[1:])
+             "(x) = T(M)/T(1); - = not measured (time share spent)", "",
+             "| model | scheme | backend | kernel | autotune | M=1 ms | " + " | ".join(f"M={m}" for m in ms[1:])
              + " | bw@M=1 vs copy |",
-             "|" + "---|" * (len(ms) + 5)]
+             "|" + "---|" * (len(ms) + 6)]
     by_key: dict[tuple, list[dict]] = {}
     for row in result["rows"]:
         by_key.setdefault((row["model"], f"{row['scheme']} g{row['group_size']}", row["backend"]), []).append(row)
     for (model, scheme, backend), rows in by_key.items():
-        ratios = " | ".join(f"x{r['ratio_to_M1']:.2f}" for r in rows[1:])
-        lines.append(f"| {model} | {scheme} | {backend} | {rows[0]['kernel']} | {rows[0]['stack_ms']:.3f} | {ratios} | "
-                     f"{rows[0]['bandwidth_vs_copy']:.0%} |")
+        at, first = {r["M"]: r for r in rows}, rows[0]
+        ratios = " | ".join(f"x{at[m]['ratio_to_M1']:.2f}" if m in at else "-" for m in ms[1:])
+        bw = f"{first['bandwidth_vs_copy']:.0%}" if "bandwidth_vs_copy" in first else "-"
+        mode = (first.get("autotune") or "-").split(" (")[0]
+        lines.append(f"| {model} | {scheme} | {backend} | {first['kernel']} | {mode} | {first['stack_ms']:.3f} | "
+                     f"{ratios} | {bw} |")
+    gem = {key: rows for key, rows in by_key.items() if key[2] == "gemlite"}
+    if gem:
+        lines += ["", "gemlite kernel family per M (GV-RS GEMV_REVSPLITK, GV-SK GEMV_SPLITK, GM-SK GEMM_SPLITK, GM "
+                  "GEMM) and config source per distinct shape (C cached, c cached at the nearest M, D gemlite "
+                  "default preset, T tuned here)", "",
+                  "| model | scheme | " + " | ".join(f"M={m}" for m in ms) + " |", "|" + "---|" * (len(ms) + 2)]
+        for (model, scheme, _), rows in gem.items():
+            at = {r["M"]: r["gemlite"] for r in rows}
+            cells = []
+            for m in ms:
+                if m not in at:
+                    cells.append("-")
+                    continue
+                families = sorted({FAMILY_ABBR.get(c["family"], c["family"]) for c in at[m].values()})
+                cells.append("/".join(families) + " " + "".join(_source_code(c["config"]) for c in at[m].values()))
+            lines.append(f"| {model} | {scheme} | " + " | ".join(cells) + " |")
     lines += ["", "| scheme | backend | rel. error vs reference | ok |", "|---|---|---|---|"]
     lines += [f"| {a['scheme']} g{a['group_size']} | {a['backend']} | {a['rel_error']:.2e} | {a['ok']} |"
               for a in result["agreement"]]
     lines += [""] + [f"- skipped {s['scheme']} g{s['group_size']} x {s['backend']}: {s['reason']}"
                      for s in result["skipped"]]
+    pre = result.get("gemlite", {}).get("prewarm")
+    if pre:
+        lines.append(f"- gemlite prewarm: {pre['done']}/{pre['tasks']} tasks in {pre['workers']} processes, "
+                     f"{pre['seconds']:.0f} s" + "".join(f"; {e}" for e in pre["errors"][:5]))
+    if "elapsed_s" in result:
+        lines.append(f"- elapsed {result['elapsed_s']:.0f} s")
     return "\n".join(lines) + "\n"
 
 
+def write(result: dict, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "quant_linear.json").write_text(json.dumps(result, indent=1, default=str))
+    (out / "quant_linear.md").write_text(markdown(result))
+
+
+def _stop(signum, frame):
+    raise SystemExit(128 + signum)  # unwinds through main's ``finally``, which writes what was measured
+
+
 def main(argv: list[str] | None = None) -> dict:
+    global T0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU, reference and dense only")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--backends", nargs="+", default=["torch", "gemlite", "marlin"])
+    parser.add_argument("--schemes", nargs="+", default=None, help="only these schemes (default: all of VARIANTS)")
+    parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")
     parser.add_argument("--replays", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip what is left after this many seconds")
+    parser.add_argument("--prewarm-workers", type=int, default=-1, help="processes that first compile gemlite's "
+                        "kernels for every scheme, shape and M (fast autotune mode only; -1: one per spare CPU "
+                        "core, at most 12; 0: off; with --smoke, >0 runs the reference layers that way as a check)")
     args = parser.parse_args(argv)
+    T0 = t0 = time.monotonic()
     device = "cpu" if args.smoke else "cuda"
     if args.smoke:
         torch.set_num_threads(1)  # tiny matmuls: threads only contend
@@ -181,34 +324,74 @@ def main(argv: list[str] | None = None) -> dict:
     ms, replays = ((1, 2, 4, 8), 3) if args.smoke else (MS, args.replays)
     models = SMOKE_SHAPES if args.smoke else {m: model_shapes(m) for m in args.models}
     backends = ["reference"] if args.smoke else [b for b in args.backends if b in BACKENDS]
-    combos = [("bf16", -1, "dense")] + [(s, g, b) for b in backends for s, g in VARIANTS if s in BACKENDS[b].schemes]
-    t0 = time.monotonic()
+    variants = [(s, g) for s, g in VARIANTS if args.schemes is None or s in args.schemes]
+    combos = [] if args.no_dense else [("bf16", -1, "dense")]
+    combos += [(s, g, b) for b in backends for s, g in variants if s in BACKENDS[b].schemes]
     copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-              "Ms": list(ms), "copy_bandwidth_Bps": copy_bw, "rows": [], "agreement": [], "skipped": []}
-    for scheme, group, backend in combos:
-        what = {"scheme": scheme, "group_size": group, "backend": backend}
-        if time.monotonic() - t0 > args.budget_s:
-            result["skipped"].append({**what, "reason": f"time budget {args.budget_s:.0f} s spent"})
-            continue
-        print(f"{scheme} g{group} x {backend}", flush=True)
-        try:
-            if backend != "dense":
-                result["agreement"].append(agreement(scheme, group, backend, device))
-            for model, (shapes, layers) in models.items():
-                result["rows"] += sweep(scheme, group, backend, model, shapes, layers, ms, device, replays, copy_bw)
-        except UnsupportedBackendError as err:
-            reason = str(err).split(". Combinations")[0]
-            print(f"  skipped: {reason}", flush=True)
-            result["skipped"].append({**what, "reason": reason})
-        if backend == "gemlite" and "gemlite" in sys.modules:
-            save_gemlite_cache()
-        if device == "cuda":
-            torch.cuda.empty_cache()
-    result["elapsed_s"] = time.monotonic() - t0
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "quant_linear.json").write_text(json.dumps(result, indent=1))
-    (args.out / "quant_linear.md").write_text(markdown(result))
+              "Ms": list(ms), "copy_bandwidth_Bps": copy_bw, "budget_s": args.budget_s, "rows": [], "agreement": [],
+              "skipped": []}
+    gemlite_combos = [c for c in combos if c[2] == "gemlite"]
+    if gemlite_combos:
+        mode = gemlite_backend.autotune_mode()
+        result["gemlite"] = {"autotune": mode, "autotune_doc": gemlite_backend.MODE_DOC[mode],
+                             "tuning": gemlite_backend.TUNING}
+    previous = signal.signal(signal.SIGTERM, _stop)
+    try:
+        # compile first, in parallel: fast-mode gemlite on the GPU (or, as a check, the smoke run's reference layers)
+        fast_gemlite = device == "cuda" and result.get("gemlite", {}).get("autotune") == "fast"
+        warm = [c for c in combos if (c[2] == "gemlite" and fast_gemlite)
+                or (args.smoke and args.prewarm_workers > 0 and c[2] != "dense")]
+        tasks = [(s, g, b, k, n, ms, device) for s, g, b in warm for shapes, _ in models.values()
+                 for k, n in distinct_shapes(shapes)]
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        workers = min(12, max(1, cpus - 2)) if args.prewarm_workers < 0 else args.prewarm_workers
+        if tasks and workers > 0:
+            report = prewarm(tasks, min(workers, len(tasks)), t0 + 0.3 * args.budget_s)
+            result.setdefault("gemlite", {})["prewarm"] = report
+        for index, (scheme, group, backend) in enumerate(combos):
+            what = {"scheme": scheme, "group_size": group, "backend": backend}
+            now = time.monotonic()
+            left = t0 + args.budget_s - now
+            if left <= 0:
+                result["skipped"].append({**what, "reason": f"time budget {args.budget_s:.0f} s spent"})
+                log(f"skip {scheme} g{group} x {backend}: time budget spent")
+                continue
+            deadline = now + left / (len(combos) - index)  # an equal share of what is left
+            log(f"{scheme} g{group} x {backend} (share {deadline - now:.1f} s)")
+            try:
+                if backend != "dense":
+                    result["agreement"].append(agreement(scheme, group, backend, device))
+                    a = result["agreement"][-1]
+                    log(f"  agreement with reference: rel. error {a['rel_error']:.2e} ({'ok' if a['ok'] else 'FAIL'})")
+                for model, (shapes, layers) in models.items():
+                    stop = sweep(scheme, group, backend, model, shapes, layers, ms, device, replays, copy_bw,
+                                 deadline, result["rows"])
+                    if stop:
+                        log(f"  {stop}")
+                        result["skipped"].append({**what, "reason": f"partial: {stop}"})
+                        break
+            except UnsupportedBackendError as err:
+                reason = str(err).split(". Combinations")[0]
+                log(f"  skipped: {reason}")
+                result["skipped"].append({**what, "reason": reason})
+            except Exception as err:  # noqa: BLE001 - a kernel that fails is a result; keep the other rows
+                reason = f"{type(err).__name__}: {str(err)[:300]}"
+                log(f"  failed: {reason}")
+                result["skipped"].append({**what, "reason": f"failed: {reason}"})
+            if backend == "gemlite" and "gemlite" in sys.modules:
+                try:
+                    log(f"  gemlite config cache saved to {save_gemlite_cache()}")
+                except Exception as err:  # noqa: BLE001
+                    log(f"  gemlite config cache not saved: {err}")
+            if device == "cuda":
+                torch.cuda.empty_cache()
+            result["elapsed_s"] = time.monotonic() - t0
+            write(result, args.out)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        result["elapsed_s"] = time.monotonic() - t0
+        write(result, args.out)
     print(markdown(result))
     return result
 
