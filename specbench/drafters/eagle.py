@@ -40,9 +40,12 @@ class EagleDrafter(Drafter):
         self.pairs = 0  # (feature, next token) pairs in the head's cache: positions 0 … pairs-1
         self.pending: tuple[torch.Tensor, int] | None = None
         self._expand_graph: GraphedCall | None = None
+        self._root: tuple[torch.Tensor, torch.Tensor] | None = None  # the prompt's last output, from observe
+        # root position and head-cache pairs, staged in pinned memory (a pageable copy would wait for the GPU)
+        self._start = torch.zeros(2, dtype=torch.long, pin_memory=self.runner.cuda_graphs)
 
     def reset(self):
-        self.pairs, self.pending = 0, None
+        self.pairs, self.pending, self._root = 0, None, None
 
     def observe(self, tokens, hidden, start):
         self.pairs = min(self.pairs, start)
@@ -52,6 +55,8 @@ class EagleDrafter(Drafter):
                 raise RuntimeError(f"EAGLE features missing for positions {first + features.shape[0]}…{start - 1}")
             hidden, start = torch.cat([features[: start - first], hidden]), first
         self.pending = (hidden, start)
+        if start == 0:  # the prompt: the head's own prefill runs now, so it is timed as the drafter's prefill
+            self._root = self._consume_pairs(tokens)
 
     def _consume_pairs(self, tokens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Feed the pending pairs; return the last pair's output feature [h] and log-probs [V]."""
@@ -70,12 +75,13 @@ class EagleDrafter(Drafter):
         return hidden[-1], torch.log_softmax(logits[-1].float(), -1)
 
     def propose(self, tokens, room):
-        h_root, logp_root = self._consume_pairs(tokens)
+        h_root, logp_root = self._consume_pairs(tokens) if self.pending is not None else self._root
+        self._root = None
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
-        device = self.runner.device
-        start = torch.tensor([len(tokens) - 1, self.pairs], device=device)  # root position, head-cache pairs
+        self._start[0], self._start[1] = len(tokens) - 1, self.pairs
+        start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
         all_tokens, all_scores, all_parents = self._expand(h_root, logp_root, start)
         # the only host sync of a draft: read back the chosen tree
         keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
