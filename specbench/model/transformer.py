@@ -93,12 +93,7 @@ class Attention(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         keys, values = cache.write(self.layer_idx, slots, k, v)
-        group = self.n_heads // self.n_kv
-        if group > 1:  # GQA: fold each KV head's query heads into rows; the kernel then reads K/V once per KV head
-            q = q.reshape(b, self.n_kv, group * n, self.head_dim)
-            mask = mask.expand(b, group, n, mask.shape[-1]).reshape(b, 1, group * n, mask.shape[-1])
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        out = out.view(b, self.n_heads, n, self.head_dim)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
 
 
