@@ -86,3 +86,20 @@ def test_w8a8_target_keeps_its_acceptance(target, prompts):
     for make in (draft_model_drafter(draft), eagle_drafter(lambda m: load_eagle_head("tiny-eagle", m))):
         tau16, tau8 = mean_tau(target, make, prompts), mean_tau(w8a8, make, prompts)
         assert abs(tau8 - tau16) <= 0.15 * tau16, (tau16, tau8)
+
+
+def test_eagle_head_prefill_is_timed_as_drafter_prefill(target):
+    """The head consumes the prompt's pairs in observe (the drafter-prefill phase), not in the first draft."""
+    from specbench.timing.phases import PhaseTimer
+
+    session = target
+    drafter = build_drafter("eagle", DraftContext(session, SamplingParams()), head=random_eagle_head(target.model),
+                            topk=4, depth=3, tree_size=12)
+    prompt = list(range(10, 40))
+    gen = generate(session, drafter, prompt, max_new_tokens=8, timer=PhaseTimer("cpu", enabled=True))
+    assert gen.phase_ms[-1]["drafter_prefill"] > 0 and gen.tokens  # step -1: the prefills
+    session.reset()
+    drafter.reset()
+    _, hidden = session.extend(prompt)
+    drafter.observe(prompt + [1], hidden, 0)
+    assert drafter.pairs == len(prompt) and drafter.pending is None and drafter._root is not None
