@@ -58,10 +58,11 @@ def random_prompt(vocab: int, length: int, seed: int = 0) -> list[int]:
 
 
 def native_decode(model, prompt: list[int], new_tokens: int, repeats: int, cuda_graphs: bool, max_seq_len: int,
-                  compile: bool = False) -> dict:
+                  compile: bool = False, compile_mode: str | None = None) -> dict:
     """specbench's AR loop: median decode tokens/s over ``repeats`` generations after one warm-up."""
     t0 = time.monotonic()
-    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=cuda_graphs, compile=compile))
+    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=cuda_graphs, compile=compile,
+                                         compile_mode=compile_mode))
     drafter = build_drafter("none", DraftContext(session, SamplingParams()))
     generate(session, drafter, prompt, max_new_tokens=new_tokens)  # warm-up; compiles, captures the decode graph
     warmup_s = time.monotonic() - t0
@@ -71,7 +72,8 @@ def native_decode(model, prompt: list[int], new_tokens: int, repeats: int, cuda_
         runs.append({"steps": gen.steps, "decode_s": gen.decode_s, "prefill_s": gen.prefill_s,
                      "tok_s": gen.steps / gen.decode_s, "tok_s_specmquant": len(gen.tokens) / gen.decode_s})
     del session, drafter
-    return {"cuda_graphs": cuda_graphs, "compile": compile, "warmup_s": warmup_s, "tok_s": statistics.median(r["tok_s"] for r in runs),
+    return {"cuda_graphs": cuda_graphs, "compile": compile, "compile_mode": compile_mode, "warmup_s": warmup_s,
+            "tok_s": statistics.median(r["tok_s"] for r in runs),
             "tok_s_specmquant": statistics.median(r["tok_s_specmquant"] for r in runs),
             "ms_per_token": 1e3 / statistics.median(r["tok_s"] for r in runs), "runs": runs}
 
@@ -274,6 +276,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-hf", action="store_true")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     parser.add_argument("--no-eager", action="store_true", help="skip the variant without CUDA graphs")
+    parser.add_argument("--compile-mode", default=None, help="torch.compile mode of the compiled variant "
+                        "(e.g. max-autotune-no-cudagraphs: Triton GEMM templates timed against cuBLAS)")
+    parser.add_argument("--no-sd", action="store_true", help="skip the SD host-overhead runs")
     parser.add_argument("--sd-compile", action="store_true", help="compile the SD overhead runs' forwards too")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
     args = parser.parse_args(argv)
@@ -350,7 +355,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name}...", flush=True)
         try:
             result["decode"][name] = native_decode(model, prompt, args.new_tokens, args.repeats,
-                                                   graphs and device == "cuda", max_seq_len, compiled)
+                                                   graphs and device == "cuda", max_seq_len, compiled,
+                                                   args.compile_mode if compiled else None)
             print(f"  {result['decode'][name]['tok_s']:.1f} tok/s", flush=True)
         except Exception as err:  # noqa: BLE001 - a variant that fails is reported, not fatal
             result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
@@ -361,7 +367,7 @@ def main(argv: list[str] | None = None) -> dict:
     native("specbench (no graphs)", False, False, False)
     native("specbench (CUDA graphs)", True, False, False)
     native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
-    for kind in ("ngram", "eagle"):
+    for kind in () if args.no_sd else ("ngram", "eagle"):
         if over():
             result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
             continue
@@ -376,7 +382,8 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  failed: {row['error']}", flush=True)
         result["sd_overhead"].append(row)
         free(device)
-    native("specbench (CUDA graphs, stacked, torch.compile)", True, True, True)
+    native("specbench (CUDA graphs, stacked, torch.compile" + (f" {args.compile_mode})" if args.compile_mode else ")"),
+           True, True, True)
     del model
     free(device)
     result["elapsed_s"] = time.monotonic() - t0

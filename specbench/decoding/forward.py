@@ -24,7 +24,7 @@ class ForwardRunner:
     """Owns a model's cache layout: ``max_seq_len`` usable slots plus scratch slots for padding rows."""
 
     def __init__(self, model: Transformer, max_seq_len: int, *, cuda_graphs: bool = False,
-                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False):
+                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None):
         self.model = model
         self.buckets = tuple(sorted(buckets))
         self.scratch = self.buckets[-1]
@@ -36,10 +36,10 @@ class ForwardRunner:
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
-        self.compiled = compile
+        self.compiled, self.compile_mode = compile, compile_mode
         if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
             torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
-            self._step = torch.compile(self._forward, fullgraph=True, dynamic=False)
+            self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
         else:
             self._step = self._forward
 

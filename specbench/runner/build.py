@@ -60,7 +60,7 @@ def session_for(model: Transformer, cfg: DictConfig) -> ModelSession:
     if cfg.timing.fuse_projections:
         model.fuse_projections()
     return ModelSession(ForwardRunner(model, cfg.runtime.max_seq_len, cuda_graphs=cfg.timing.cuda_graphs,
-                                      compile=cfg.timing.compile))
+                                      compile=cfg.timing.compile, compile_mode=cfg.timing.compile_mode))
 
 
 def sampling_params(runtime: DictConfig) -> SamplingParams:

@@ -52,6 +52,7 @@ class TimingConf:
     repeats: int = 1
     cuda_graphs: bool = True
     compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
+    compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
     fuse_projections: bool = True  # one stacked GEMM for q/k/v and for gate/up (16-bit linears only)
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
