@@ -133,6 +133,46 @@ def kernel_time_ms(prof) -> float | None:
     return total / 1e3 if total > 0 else None
 
 
+def gpu_idle_by_phase(prof) -> dict[str, float]:
+    """Milliseconds the GPU ran nothing while the host was inside each ``phase:<name>`` range (and between them).
+
+    Busy time is the union of the trace's device events; the idle time of a host range is its length minus the
+    busy time inside it, so a gap is charged to whatever the host was doing while the GPU waited.
+    """
+    import bisect
+
+    from torch.autograd import DeviceType
+
+    events = list(prof.events())
+    busy = sorted((e.time_range.start, e.time_range.end) for e in events
+                  if e.device_type == DeviceType.CUDA and not e.name.startswith("phase:"))
+    merged: list[list[float]] = []
+    for start, end in busy:
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [m[0] for m in merged]
+
+    def idle(lo: float, hi: float) -> float:
+        covered = 0.0
+        for start, end in merged[max(0, bisect.bisect_right(starts, lo) - 1):]:
+            if start >= hi:
+                break
+            covered += max(0.0, min(end, hi) - max(start, lo))
+        return hi - lo - covered
+
+    ranges = [(e.name.removeprefix("phase:"), e.time_range.start, e.time_range.end) for e in events
+              if e.device_type == DeviceType.CPU and e.name.startswith("phase:")]
+    out: dict[str, float] = {}
+    for name, lo, hi in ranges:
+        out[name] = out.get(name, 0.0) + idle(lo, hi) / 1e3
+    if ranges:
+        first, last = min(r[1] for r in ranges), max(r[2] for r in ranges)
+        out["between phases"] = idle(first, last) / 1e3 - sum(out.values())
+    return out
+
+
 def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
                 replays: int, tau: float, compile: bool = False) -> dict:
     """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
@@ -173,12 +213,14 @@ def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: st
 
             if acceptor is not None:
                 acceptor.steps = 0
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                g2 = generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs)
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                g2 = generate(session, drafter, prompt, max_new_tokens=new_tokens,
+                              timer=PhaseTimer(device, enabled=False, annotate=True), **kwargs)
             busy = kernel_time_ms(prof)
             if busy is not None:
                 wall = 1e3 * (g2.prefill_s + g2.decode_s)
-                profiled = {"kernel_ms": busy, "wall_ms": wall, "host_overhead_fraction": 1 - busy / wall}
+                profiled = {"kernel_ms": busy, "wall_ms": wall, "host_overhead_fraction": 1 - busy / wall,
+                            "gpu_idle_ms_per_step": {k: v / g2.steps for k, v in gpu_idle_by_phase(prof).items()}}
         except Exception as err:  # noqa: BLE001 - the profiler is optional here
             profiled = {"error": f"{type(err).__name__}: {err}"}
     out["profiler"] = profiled
@@ -254,6 +296,11 @@ def markdown(result: dict) -> str:
                 f"{row['isolated_gpu_ms_per_step']:.2f} | {row['host_overhead_fraction']:.1%} | "
                 f"{prof.get('kernel_ms', float('nan')):.1f} | {prof.get('host_overhead_fraction', float('nan')):.1%} | "
                 f"{row['outside_phases_fraction']:.1%} |")
+        for row in result["sd_overhead"]:
+            idle = (row.get("profiler") or {}).get("gpu_idle_ms_per_step")
+            if idle:
+                parts = ", ".join(f"{name} {ms:.3f}" for name, ms in idle.items())
+                lines.append(f"- {row['drafter']}: GPU idle ms per step while the host is in each phase: {parts}")
         lines += ["", "overhead (vs isolated) = 1 - (isolated CUDA-graph replay time of the step's forwards) / (step "
                       "wall time): host work, launch gaps and small eager kernels (top-k, softmax, masks); "
                       "overhead (profiler) = 1 - kernel time / wall time over a profiled generation."]

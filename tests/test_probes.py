@@ -249,3 +249,23 @@ def test_bench_decode_smoke(tmp_path):
         assert row["steps"] > 0 and row["wall_ms_per_step"] > 0 and row["isolated_gpu_ms_per_step"] > 0
         assert row["host_overhead_fraction"] < 1
     assert result["model"] == "tiny-target" and "% of roofline" in (tmp_path / "bench_decode.md").read_text()
+
+
+def test_gpu_idle_by_phase_charges_gaps_to_the_host_range():
+    from types import SimpleNamespace
+
+    from torch.autograd import DeviceType
+
+    from benchmarks.bench_decode import gpu_idle_by_phase
+
+    def event(name, device, start, end):
+        return SimpleNamespace(name=name, device_type=device, time_range=SimpleNamespace(start=start, end=end))
+
+    cuda, cpu = DeviceType.CUDA, DeviceType.CPU
+    events = [event("k1", cuda, 0, 10), event("k2", cuda, 5, 15), event("k3", cuda, 30, 40),
+              event("phase:draft", cuda, 0, 40),  # the GPU-side copy of an annotation is not busy time
+              event("phase:draft", cpu, 0, 20), event("phase:verify", cpu, 25, 45), event("aten::mm", cpu, 0, 45)]
+    idle = gpu_idle_by_phase(SimpleNamespace(events=lambda: events))
+    assert idle["draft"] == pytest.approx(5e-3)  # 15..20 in µs -> ms
+    assert idle["verify"] == pytest.approx(10e-3)  # 25..30 and 40..45
+    assert idle["between phases"] == pytest.approx(5e-3)  # 20..25: the host between the two ranges

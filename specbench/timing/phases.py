@@ -16,9 +16,11 @@ PHASES = ("target_prefill", "drafter_prefill", "draft", "verify", "accept", "sam
 
 
 class PhaseTimer:
-    def __init__(self, device: torch.device | str, enabled: bool = True):
+    def __init__(self, device: torch.device | str, enabled: bool = True, annotate: bool = False):
+        """``annotate``: also mark each phase as a profiler range ``phase:<name>`` (for torch.profiler traces)."""
         self.cuda = torch.device(device).type == "cuda"
         self.enabled = enabled
+        self.annotate = annotate
         self._pending: list[tuple[int, str, object, object]] = []
         self.step = -1  # -1: before the first decode step (prefill)
 
@@ -27,6 +29,15 @@ class PhaseTimer:
 
     @contextmanager
     def phase(self, name: str):
+        if self.annotate:
+            with torch.profiler.record_function(f"phase:{name}"), self._timed(name):
+                yield
+        else:
+            with self._timed(name):
+                yield
+
+    @contextmanager
+    def _timed(self, name: str):
         if not self.enabled:
             yield
             return
