@@ -122,36 +122,38 @@ def hf_decode(model, prompt: list[int], new_tokens: int, repeats: int, device: s
             "attn_implementation": getattr(model.config, "_attn_implementation", None)}
 
 
+def busy_intervals(events) -> list[list[float]]:
+    """The union of a profiler trace's device-activity intervals (µs), sorted; annotations are not activity."""
+    from torch.autograd import DeviceType
+
+    merged: list[list[float]] = []
+    for start, end in sorted((e.time_range.start, e.time_range.end) for e in events
+                             if e.device_type == DeviceType.CUDA and not e.name.startswith("phase:")):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged
+
+
 def kernel_time_ms(prof) -> float | None:
-    """Sum of device (kernel) self time recorded by a torch profiler run, or None if it recorded none."""
-    total = 0.0
-    for event in prof.key_averages():
-        us = getattr(event, "self_device_time_total", None)
-        if us is None:
-            us = getattr(event, "self_cuda_time_total", 0.0)
-        total += us or 0.0
-    return total / 1e3 if total > 0 else None
+    """Time the device was busy during a profiled run (union of its activity intervals), or None if none."""
+    total = sum(end - start for start, end in busy_intervals(prof.events())) / 1e3
+    return total or None
 
 
 def gpu_idle_by_phase(prof) -> dict[str, float]:
     """Milliseconds the GPU ran nothing while the host was inside each ``phase:<name>`` range (and between them).
 
-    Busy time is the union of the trace's device events; the idle time of a host range is its length minus the
-    busy time inside it, so a gap is charged to whatever the host was doing while the GPU waited.
+    The idle time of a host range is its length minus the device's busy time inside it, so a gap is charged to
+    whatever the host was doing while the GPU waited.
     """
     import bisect
 
     from torch.autograd import DeviceType
 
     events = list(prof.events())
-    busy = sorted((e.time_range.start, e.time_range.end) for e in events
-                  if e.device_type == DeviceType.CUDA and not e.name.startswith("phase:"))
-    merged: list[list[float]] = []
-    for start, end in busy:
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
+    merged = busy_intervals(events)
     starts = [m[0] for m in merged]
 
     def idle(lo: float, hi: float) -> float:
