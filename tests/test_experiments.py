@@ -251,3 +251,18 @@ def test_resumed_run_writes_no_duplicates(hydra_compose, tmp_path):
         old_results, old_steps = before[folder]
         assert len(results) == len(old_results) and len(steps) == len(old_steps)
         pd.testing.assert_frame_equal(results, old_results)
+
+
+def test_a_remeasured_question_replaces_its_rows(tmp_path):
+    """output.resume=false measures again: the store keeps one set of rows per (question, repeat)."""
+    from specbench.runner.store import ResultStore
+
+    store = ResultStore(tmp_path)
+    store.add([{"question_id": 1, "repeat": 0, "turn": 0, "tok_s": 1.0}],
+              [{"question_id": 1, "repeat": 0, "step": s, "verify_ms": 1.0} for s in range(3)])
+    store.add([{"question_id": 2, "repeat": 0, "turn": 0, "tok_s": 2.0}], [{"question_id": 2, "repeat": 0, "step": 0}])
+    store.add([{"question_id": 1, "repeat": 0, "turn": 0, "tok_s": 3.0}], [{"question_id": 1, "repeat": 0, "step": 0}])
+    reread = ResultStore(tmp_path)
+    assert sorted(reread.results.tok_s) == [2.0, 3.0]
+    assert len(reread.steps[reread.steps.question_id == 1]) == 1 and len(reread.steps) == 2
+    assert reread.is_done(1, 0) and reread.is_done(2, 0) and not reread.is_done(1, 1)

@@ -37,15 +37,27 @@ class ResultStore:
         if not self.results.empty:
             self._done = set(map(tuple, self.results[list(KEY)].astype(str).values.tolist()))
 
+    @staticmethod
+    def _without(frame: pd.DataFrame, keys: set[tuple[str, str]]) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        own = pd.Series(list(zip(frame.question_id.astype(str), frame["repeat"].astype(str))), index=frame.index)
+        return frame[~own.isin(keys)]
+
     def is_done(self, question_id, repeat: int) -> bool:
         """Whether all turns of this question and repeat are already recorded."""
         return (str(question_id), str(repeat)) in self._done
 
     def add(self, rows: list[dict], step_rows: list[dict]) -> None:
-        """Append one question's rows (all its turns) and step rows, and rewrite both files."""
-        self.results = pd.concat([self.results, pd.DataFrame(rows)], ignore_index=True)
-        if step_rows:
-            self.steps = pd.concat([self.steps, pd.DataFrame(step_rows)], ignore_index=True)
+        """Record one question's rows (all its turns) and step rows, and rewrite both files.
+
+        Rows of a (question, repeat) measured again (``output.resume=false``) replace the old ones: a question and
+        repeat appears once per run folder.
+        """
+        keys = {(str(r["question_id"]), str(r["repeat"])) for r in rows}
+        self.results = pd.concat([self._without(self.results, keys), pd.DataFrame(rows)], ignore_index=True)
+        if step_rows or not self.steps.empty:
+            self.steps = pd.concat([self._without(self.steps, keys), pd.DataFrame(step_rows)], ignore_index=True)
             write_atomic(self.steps, self.steps_path)
         write_atomic(self.results, self.results_path)
         for row in rows:
