@@ -266,3 +266,17 @@ def test_a_remeasured_question_replaces_its_rows(tmp_path):
     assert sorted(reread.results.tok_s) == [2.0, 3.0]
     assert len(reread.steps[reread.steps.question_id == 1]) == 1 and len(reread.steps) == 2
     assert reread.is_done(1, 0) and reread.is_done(2, 0) and not reread.is_done(1, 1)
+
+
+def test_out_of_memory_says_what_to_change(hydra_compose, monkeypatch):
+    import specbench.runner.run as run_module
+
+    def no_room(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(run_module, "build_model", no_room)
+    cfg = hydra_compose("+experiment=smoke/hierspec_70b")
+    with pytest.raises(run_module.RunOutOfMemory) as info:
+        run_module.run(cfg)
+    message = str(info.value)
+    assert "runtime.max_seq_len" in message and "quant=w4a16" in message and "Tried to allocate 2.00 GiB" in message

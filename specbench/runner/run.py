@@ -71,8 +71,35 @@ def use_device(cfg: DictConfig) -> str:
     return device
 
 
+class RunOutOfMemory(RuntimeError):
+    """The run's models, KV caches and graphs do not fit the device; the message says what to change."""
+
+
 def run(cfg: DictConfig) -> list[Path]:
     """Measure every method of ``cfg``; return their run folders."""
+    try:
+        return _run(cfg)
+    except torch.OutOfMemoryError as err:
+        raise RunOutOfMemory(out_of_memory_advice(cfg, err)) from err
+
+
+def out_of_memory_advice(cfg: DictConfig, err: Exception) -> str:
+    device = torch.device(cfg.runtime.device)
+    held = ""
+    if device.type == "cuda" and torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(device).total_memory
+        held = (f" (peak {torch.cuda.max_memory_allocated(device) / 2**30:.1f} GiB allocated of "
+                f"{total / 2**30:.1f} GiB on {torch.cuda.get_device_name(device)})")
+    drafter = cfg.drafter.get("model") or {}
+    return (f"out of memory{held} running {cfg.model.source} with quant {cfg.quant.scheme}, drafter {cfg.drafter.name}"
+            f"{' + ' + drafter.get('source') if drafter.get('source') else ''}, runtime.max_seq_len="
+            f"{cfg.runtime.max_seq_len}. To fit: lower runtime.max_seq_len (every model's KV cache holds that many "
+            "tokens plus 128 scratch slots), quantize the weights (quant=w4a16 or w8a8_int8; drafter.quant for a draft "
+            "model), measure fewer methods per job (compare=[] baseline=false), or use a larger GPU. "
+            f"PyTorch said: {str(err).splitlines()[0]}")
+
+
+def _run(cfg: DictConfig) -> list[Path]:
     use_device(cfg)
     torch.manual_seed(cfg.runtime.seed)
     if cfg.runtime.get("threads"):
