@@ -214,11 +214,7 @@ def test_measured_speedup_is_macro_over_questions():
 def test_bench_eq1_smoke(tmp_path):
     from benchmarks.bench_eq1 import main
 
-    threads = torch.get_num_threads()
-    try:
-        result = main(["--smoke", "--out", str(tmp_path)])
-    finally:
-        torch.set_num_threads(threads)
+    result = main(["--smoke", "--out", str(tmp_path)])  # it pins torch to 1 thread, as conftest already has
     frame = pd.read_parquet(tmp_path / "probes.parquet")
     assert set(frame.scheme) == {"bf16", "w8a8_int8", "w4a16"} and not result["skipped"]
     tree = frame[(frame.probe == "T_v") & (frame["mask"] == "tree")]
@@ -233,11 +229,7 @@ def test_bench_eq1_smoke(tmp_path):
 def test_bench_decode_smoke(tmp_path):
     from benchmarks.bench_decode import main
 
-    threads = torch.get_num_threads()
-    try:
-        result = main(["--smoke", "--out", str(tmp_path)])
-    finally:
-        torch.set_num_threads(threads)
+    result = main(["--smoke", "--out", str(tmp_path)])  # it pins torch to 1 thread, as conftest already has
     saved = json.loads((tmp_path / "bench_decode.json").read_text())
     decode = saved["decode"]
     for name in ("specbench (CUDA graphs)", "specbench (no graphs)", "transformers generate (eager, dynamic cache)"):

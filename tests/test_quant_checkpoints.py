@@ -147,7 +147,10 @@ def test_awq_gemm_checkpoint(tmp_path):
         return awq_tensors(q, z, s, g_idx), w
 
     cfg = {"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": True, "version": "gemm"}
-    load_and_compare(*write_checkpoint(tmp_path, cfg, make))
+    model = load_and_compare(*write_checkpoint(tmp_path, cfg, make))
+    layer = describe(model)["layers"]["model.layers.0.self_attn.q_proj"]
+    assert layer["zero_point"] is True and layer["act_order"] is False
+    assert describe(model)["summary"]["quant_scheme"] == "w4a16"
 
 
 @pytest.mark.parametrize("asym", [False, True])

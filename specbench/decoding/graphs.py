@@ -11,8 +11,8 @@ class GraphedCall:
     """``fn(*tensors) -> tensor or tuple of tensors`` with static shapes, captured once into a CUDA graph.
 
     Every call copies its arguments (device tensors or pinned host tensors) into the captured input buffers and
-    replays. The returned tensors are the
-    graph's own output buffers: read or copy them before the next call overwrites them.
+    replays. The returned tensors are the graph's own output buffers: read or copy them before the next call
+    overwrites them.
     """
 
     def __init__(self, fn: Callable, pool=None):

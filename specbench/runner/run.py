@@ -58,9 +58,7 @@ def run_dir(cfg: DictConfig) -> Path:
 
 def use_device(cfg: DictConfig) -> str:
     """Resolve ``runtime.device`` (``cuda:auto`` leases a free GPU, then reads ``cuda``) and make it current."""
-    device = resolve_device(cfg.runtime)
-    if device != cfg.runtime.device:
-        cfg.runtime.device = device
+    device = cfg.runtime.device = resolve_device(cfg.runtime)
     dev = torch.device(device)
     if dev.type == "cuda":  # events, streams and graphs use the current device
         lease = current_lease()
@@ -215,7 +213,8 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
             answers.append(tokenizer.decode(gen.tokens, skip_special_tokens=True) if tokenizer else "")
             key = {"question_id": question.question_id, "category": question.category, "turn": turn,
                    "repeat": repeat, "seed": seed}
-            rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1], **gpu_memory(cfg.runtime.device)})
+            rows.append({**identity, **key, **generation_row(gen), "answer": answers[-1],
+                         **gpu_memory(cfg.runtime.device)})
             steps += [{"config_hash": identity["config_hash"], **key, **s} for s in step_rows(gen)]
             progress.update(gen)
         if spec is not None:  # accuracy of the final answer, in the same row as its speed
