@@ -327,6 +327,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-eager", action="store_true", help="skip the variant without CUDA graphs")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode of the compiled variant "
                         "(e.g. max-autotune-no-cudagraphs: Triton GEMM templates timed against cuBLAS)")
+    parser.add_argument("--gemv", action="store_true", help="add the Triton GEMV variant; the SD and compiled "
+                        "variants after it use the GEMV too")
     parser.add_argument("--no-sd", action="store_true", help="skip the SD host-overhead runs")
     parser.add_argument("--sd-compile", action="store_true", help="compile the SD overhead runs' forwards too")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
@@ -393,7 +395,7 @@ def main(argv: list[str] | None = None) -> dict:
     except ImportError:
         result["transformers"] = None
 
-    def native(name: str, graphs: bool, stacked: bool, compiled: bool) -> None:
+    def native(name: str, graphs: bool, stacked: bool, compiled: bool, use_gemv: bool = False) -> None:
         skip = ("time budget spent" if over() else "--no-compile" if compiled and args.no_compile
                 else "--no-eager" if not graphs and args.no_eager else None)
         if skip:
@@ -401,6 +403,8 @@ def main(argv: list[str] | None = None) -> dict:
             return
         if stacked:
             model.fuse_projections()
+        if use_gemv:
+            model.use_gemv()
         print(f"{name}...", flush=True)
         try:
             result["decode"][name] = native_decode(model, prompt, args.new_tokens, args.repeats,
@@ -416,6 +420,8 @@ def main(argv: list[str] | None = None) -> dict:
     native("specbench (no graphs)", False, False, False)
     native("specbench (CUDA graphs)", True, False, False)
     native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
+    if args.gemv:  # from here on every 16-bit one-row linear runs the Triton GEMV (SD rows and compile too)
+        native("specbench (CUDA graphs, stacked, GEMV)", True, True, False, use_gemv=True)
     for kind in () if args.no_sd else ("ngram", "eagle"):
         if over():
             result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
@@ -431,8 +437,8 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  failed: {row['error']}", flush=True)
         result["sd_overhead"].append(row)
         free(device)
-    native("specbench (CUDA graphs, stacked, torch.compile" + (f" {args.compile_mode})" if args.compile_mode else ")"),
-           True, True, True)
+    native("specbench (CUDA graphs, stacked, " + ("GEMV, " if args.gemv else "") + "torch.compile"
+           + (f" {args.compile_mode})" if args.compile_mode else ")"), True, True, True)
     del model
     free(device)
     result["elapsed_s"] = time.monotonic() - t0

@@ -17,13 +17,16 @@ class StaticKVCache:
         self.k = torch.zeros(shape, dtype=dtype, device=device)
         self.v = torch.zeros(shape, dtype=dtype, device=device)
         self.max_seq_len = max_seq_len
+        self.layer_index = torch.arange(layers, device=device)
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n]; return this layer's full K and V."""
-        keys, values = self.k[layer], self.v[layer]
-        keys.index_copy_(2, slots, k.to(keys.dtype))
-        values.index_copy_(2, slots, v.to(values.dtype))
-        return keys, values
+        # Index the stacked tensors themselves (the layer as a tensor index): writing through a view self.k[layer]
+        # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
+        where = (self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
+        self.k[where] = k.permute(2, 0, 1, 3).to(self.k.dtype)  # [n, 1, kv_heads, head_dim] (advanced dims first)
+        self.v[where] = v.permute(2, 0, 1, 3).to(self.v.dtype)
+        return self.k[layer], self.v[layer]
 
     def keep(self, src_slots: torch.Tensor, dst_start: int) -> None:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""

@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from specbench.model import gemv
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 
@@ -60,7 +61,16 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return (x * cos + rotated * sin).to(x.dtype)
 
 
+class GemvLinear(nn.Linear):
+    """``nn.Linear`` whose one-row calls run the Triton GEMV (``Transformer.use_gemv``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return gemv.linear(x, self.weight, self.bias)
+
+
 class Attention(nn.Module):
+    linear = staticmethod(F.linear)  # of the stacked projections; Transformer.use_gemv swaps in gemv.linear
+
     def __init__(self, config: ModelConfig, layer_idx: int):
         super().__init__()
         self.layer_idx = layer_idx
@@ -84,7 +94,7 @@ class Attention(nn.Module):
             q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
         else:
             kv_width = self.n_kv * self.head_dim
-            q, k, v = F.linear(x, *self.fused).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
+            q, k, v = self.linear(x, *self.fused).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
         q = q.view(b, n, self.n_heads, self.head_dim)
         k = k.view(b, n, self.n_kv, self.head_dim)
         v = v.view(b, n, self.n_kv, self.head_dim)
@@ -98,6 +108,8 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
+    linear = staticmethod(F.linear)
+
     def __init__(self, config: ModelConfig):
         super().__init__()
         h, i = config.hidden_size, config.intermediate_size
@@ -110,7 +122,7 @@ class MLP(nn.Module):
         if self.fused is None:
             gate, up = self.gate_proj(x), self.up_proj(x)
         else:
-            gate, up = F.linear(x, *self.fused).chunk(2, dim=-1)
+            gate, up = self.linear(x, *self.fused).chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
@@ -218,3 +230,21 @@ class Transformer(nn.Module):
                 owner.fused = (weight, bias)
                 fused += 1
         return fused
+
+    def use_gemv(self) -> int:
+        """Run every 16-bit linear's one-row calls (decode steps) through the Triton GEMV; returns modules switched.
+
+        Quantized linears keep their own kernels. Needs a CUDA GPU and triton (the ``gpu`` extra).
+        """
+        if not gemv.available():
+            raise RuntimeError("the GEMV kernel needs a CUDA GPU and triton: pip install -e '.[gpu]', "
+                               "or set timing.gemv=false")
+        switched = 0
+        for module in self.modules():
+            if isinstance(module, (Attention, MLP)) and module.linear is not gemv.linear:
+                module.linear = gemv.linear  # the stacked projections
+                switched += 1
+            elif type(module) is nn.Linear:
+                module.__class__ = GemvLinear  # same parameters, one-row calls by the GEMV
+                switched += 1
+        return switched

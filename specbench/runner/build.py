@@ -59,6 +59,8 @@ def load_tokenizer(model_cfg: DictConfig):
 def session_for(model: Transformer, cfg: DictConfig) -> ModelSession:
     if cfg.timing.fuse_projections:
         model.fuse_projections()
+    if cfg.timing.gemv and next(model.parameters()).is_cuda:
+        model.use_gemv()
     return ModelSession(ForwardRunner(model, cfg.runtime.max_seq_len, cuda_graphs=cfg.timing.cuda_graphs,
                                       compile=cfg.timing.compile, compile_mode=cfg.timing.compile_mode))
 

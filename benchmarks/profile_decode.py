@@ -1,0 +1,125 @@
+"""Where a decode step's GPU time goes: the kernels of one graphed decode forward, grouped, per step.
+
+Builds the Llama-3-8B shape (random bf16 weights, stacked projections, optionally the Triton GEMV and
+``torch.compile``), captures the one-token forward as a CUDA graph, replays it under the profiler and prints each
+kernel's calls and microseconds per step, the busy time and the idle gaps between kernels. Also times the
+attention of one decode step alone (32 layers' worth, CUDA-graph replay) for each SDPA backend that accepts it.
+
+    python -m benchmarks.profile_decode --out results/profile_decode [--gemv] [--compile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.bench_decode import busy_intervals
+from specbench.decoding.forward import ForwardRunner
+from specbench.decoding.graphs import GraphedCall
+from specbench.model import causal_mask, load_model
+from specbench.timing.probes import time_calls
+
+
+def kernel_table(prof, steps: int) -> tuple[list[dict], float, float]:
+    """Per kernel name: calls and µs per step; plus busy and span µs per step."""
+    from torch.autograd import DeviceType
+
+    rows: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    events = [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+    for e in events:
+        rows[e.name][0] += 1
+        rows[e.name][1] += e.time_range.end - e.time_range.start
+    merged = busy_intervals(events)
+    busy = sum(b - a for a, b in merged)
+    span = merged[-1][1] - merged[0][0] if merged else 0.0
+    table = sorted(({"kernel": k[:120], "calls": c / steps, "us": t / steps} for k, (c, t) in rows.items()),
+                   key=lambda r: -r["us"])
+    return table, busy / steps, span / steps
+
+
+def profile_step(model, context: int, max_seq_len: int, steps: int, compile: bool) -> dict:
+    runner = ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile)
+    ids = torch.zeros(1, dtype=torch.long, device="cuda")
+    pos = torch.full((1,), context, device="cuda")
+    mask = causal_mask(context, 1, runner.total_slots, "cuda")
+    runner(ids, pos, pos, mask)  # captures
+    replay = lambda: runner(ids, pos, pos, mask)  # noqa: E731
+    step_ms = time_calls(replay, "cuda", replays=50, warmup=5).median_ms
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            replay()
+        torch.cuda.synchronize()
+    table, busy, span = kernel_table(prof, steps)
+    del runner
+    return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
+
+
+def attention_alone(model, context: int, slots: int) -> dict:
+    """32 layers of one decode step's SDPA (q [1, H, 1, D] against the whole static cache), per backend."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    c = model.config
+    q = torch.randn(1, c.num_attention_heads, 1, c.head_dim, dtype=torch.bfloat16, device="cuda")
+    keys = [torch.randn(1, c.num_key_value_heads, slots, c.head_dim, dtype=torch.bfloat16, device="cuda")
+            for _ in range(2 * c.num_hidden_layers)]
+    mask = causal_mask(context, 1, slots, "cuda")
+    out = {}
+    gqa = c.num_attention_heads != c.num_key_value_heads
+    for name, backend in (("default", None), ("math", SDPBackend.MATH), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
+                          ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash (no mask, valid prefix)", SDPBackend.FLASH_ATTENTION)):
+        def run():
+            for i in range(c.num_hidden_layers):
+                k, v = keys[2 * i], keys[2 * i + 1]
+                if backend is SDPBackend.FLASH_ATTENTION:
+                    F.scaled_dot_product_attention(q, k[:, :, : context + 1], v[:, :, : context + 1], enable_gqa=gqa)
+                else:
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+        try:
+            with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
+                graphed = GraphedCall(run)
+                graphed()
+                out[name] = time_calls(graphed, "cuda", replays=50, warmup=5).median_ms
+        except Exception as err:  # noqa: BLE001 - a backend that refuses these inputs is reported
+            out[name] = f"{type(err).__name__}: {str(err)[:200]}"
+    return out
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default="llama-3-8b-instruct")
+    parser.add_argument("--context", type=int, default=256)
+    parser.add_argument("--max-seq-len", type=int, default=448)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--gemv", action="store_true")
+    parser.add_argument("--compile", action="store_true", help="also profile the torch.compile'd forward")
+    args = parser.parse_args(argv)
+    model = load_model(args.model, shape_only=True, device="cuda", dtype=torch.bfloat16)
+    model.fuse_projections()
+    if args.gemv:
+        model.use_gemv()
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "settings": vars(args) | {"out": str(args.out)}}
+    result["attention_ms"] = attention_alone(model, args.context, args.max_seq_len + 128)
+    print("attention alone (32 layers, ms):", result["attention_ms"], flush=True)
+    for compiled in (False, True) if args.compile else (False,):
+        name = "compiled" if compiled else "eager kernels"
+        result[name] = r = profile_step(model, args.context, args.max_seq_len, args.steps, compiled)
+        print(f"\n{name}: step {r['step_ms']:.3f} ms, GPU busy {r['busy_us']:.0f} us, span {r['span_us']:.0f} us")
+        for row in r["kernels"][:25]:
+            print(f"  {row['us']:8.1f} us  {row['calls']:5.1f}x  {row['kernel']}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "profile_decode.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
