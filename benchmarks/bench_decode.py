@@ -175,6 +175,23 @@ def gpu_idle_by_phase(prof) -> dict[str, float]:
     return out
 
 
+def host_profile(run, steps_of, top: int = 25) -> list[dict]:
+    """The ``top`` functions by own host time (cProfile) over one ``run()``, in microseconds per decoding step."""
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    result = run()
+    profiler.disable()
+    steps = steps_of(result)
+    stats = pstats.Stats(profiler).stats
+    rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    return [{"function": f"{Path(file).name}:{line}({name})", "calls_per_step": calls / steps,
+             "own_us_per_step": 1e6 * own / steps, "cumulative_us_per_step": 1e6 * cum / steps}
+            for (file, line, name), (_, calls, own, cum, _) in rows]
+
+
 def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
                 replays: int, tau: float, compile: bool = False) -> dict:
     """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
@@ -226,6 +243,10 @@ def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: st
         except Exception as err:  # noqa: BLE001 - the profiler is optional here
             profiled = {"error": f"{type(err).__name__}: {err}"}
     out["profiler"] = profiled
+    if acceptor is not None:
+        acceptor.steps = 0
+    out["host_profile"] = host_profile(lambda: generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs),
+                                       lambda g: g.steps)
     lengths = list(gen.accept_lengths)
     sizes = sorted({d + 1 for d in gen.drafted})
     expand_graph = getattr(drafter, "_expand_graph", None)  # EAGLE: the whole tree expansion as one graph
@@ -299,6 +320,9 @@ def markdown(result: dict) -> str:
                 f"{prof.get('kernel_ms', float('nan')):.1f} | {prof.get('host_overhead_fraction', float('nan')):.1%} | "
                 f"{row['outside_phases_fraction']:.1%} |")
         for row in result["sd_overhead"]:
+            hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in (row.get("host_profile") or [])[:8])
+            if hot:
+                lines.append(f"- {row['drafter']}: host time (cProfile, own µs per step): {hot}")
             idle = (row.get("profiler") or {}).get("gpu_idle_ms_per_step")
             if idle:
                 parts = ", ".join(f"{name} {ms:.3f}" for name, ms in idle.items())

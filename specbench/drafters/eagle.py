@@ -59,7 +59,7 @@ class EagleDrafter(Drafter):
             self._root = self._consume_pairs(tokens)
 
     def _consume_pairs(self, tokens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Feed the pending pairs; return the last pair's output feature [h] and log-probs [V]."""
+        """Feed the pending pairs; return the last pair's output feature [h] and logits [V]."""
         features, start = self.pending
         self.pending = None
         m, device = features.shape[0], self.runner.device
@@ -72,38 +72,45 @@ class EagleDrafter(Drafter):
         else:
             logits, hidden = self.runner.tree(ids, range(m), start, np.tri(m, dtype=bool), features=features)
         self.pairs = start + m
-        return hidden[-1], torch.log_softmax(logits[-1].float(), -1)
+        return hidden[-1], logits[-1]
 
     def propose(self, tokens, room):
-        h_root, logp_root = self._consume_pairs(tokens) if self.pending is not None else self._root
+        h_root, logits_root = self._consume_pairs(tokens) if self.pending is not None else self._root
         self._root = None
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
         self._start[0], self._start[1] = len(tokens) - 1, self.pairs
         start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
-        all_tokens, all_scores, all_parents = self._expand(h_root, logp_root, start)
-        # the only host sync of a draft: read back the chosen tree
-        keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
-        chosen, parents, toks = torch.stack([keep, all_parents[keep], all_tokens[keep]]).tolist()
-        index = {c: i for i, c in enumerate(chosen)}
+        chosen, all_tokens, all_scores, all_parents = self._expand(h_root, logits_root, start)
+        if budget < chosen.shape[1]:  # near the end of the cache: fewer nodes than the graph selects
+            chosen = self._select(all_tokens, all_scores, all_parents, budget)
+        keep, parents, toks = chosen.tolist()  # the only host sync of a draft: read back the chosen tree
+        index = {c: i for i, c in enumerate(keep)}
         if any(p >= 0 and p not in index for p in parents):  # a tie cut a parent off: rank exactly, parents first
             s = all_scores.tolist()
-            chosen = sorted(sorted(range(len(s)), key=lambda i: (-s[i], i))[:budget])
-            parents, toks = all_parents[chosen].tolist(), all_tokens[chosen].tolist()
-            index = {c: i for i, c in enumerate(chosen)}
+            keep = sorted(sorted(range(len(s)), key=lambda i: (-s[i], i))[:budget])
+            parents, toks = all_parents[keep].tolist(), all_tokens[keep].tolist()
+            index = {c: i for i, c in enumerate(keep)}
         return Draft(toks, [index[p] if p >= 0 else -1 for p in parents])
 
-    def _expand(self, h_root: torch.Tensor, logp_root: torch.Tensor, start: torch.Tensor):
-        """The whole tree expansion, one CUDA graph when graphs are on (its inputs are all tensors)."""
+    @staticmethod
+    def _select(all_tokens: torch.Tensor, all_scores: torch.Tensor, all_parents: torch.Tensor, budget: int):
+        """[3, budget]: the ``budget`` best candidates in pool order (so parents come first), their parents, tokens."""
+        keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
+        return torch.stack([keep, all_parents[keep], all_tokens[keep]])
+
+    def _expand(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
+        """The whole tree expansion and selection, one CUDA graph when graphs are on (its inputs are all tensors)."""
         if not self.runner.cuda_graphs:
-            return self._expand_tree(h_root, logp_root, start)
+            return self._expand_tree(h_root, logits_root, start)
         if self._expand_graph is None:
             self._expand_graph = GraphedCall(self._expand_tree, self.runner.pool)
-        return self._expand_graph(h_root, logp_root, start)
+        return self._expand_graph(h_root, logits_root, start)
 
-    def _expand_tree(self, h_root: torch.Tensor, logp_root: torch.Tensor, start: torch.Tensor):
-        """Every candidate's token, cumulative log-prob and parent (-1: the root), from the root's outputs.
+    def _expand_tree(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
+        """The ``tree_size - 1`` best candidates (``_select``), and every candidate's token, cumulative log-prob
+        and parent (-1: the root), from the root's outputs.
 
         ``start`` holds the root's position and the number of real pairs in the head's cache; the expansion
         passes write their K/V to the ``k·(depth-1)`` slots right after those pairs.
@@ -115,7 +122,7 @@ class EagleDrafter(Drafter):
         fed_ids = torch.arange(fed, device=device)
         fed_slots = pairs + fed_ids
         child_row = rows[:, None].expand(k, k).flatten()  # the frontier row of each of the k² children
-        top = logp_root.topk(k)
+        top = torch.log_softmax(logits_root.float(), -1).topk(k)
         all_tokens, all_scores = top.indices, top.values
         all_parents = torch.full((k,), -1, device=device)
         frontier = rows  # candidate ids fed in the next pass
@@ -137,7 +144,8 @@ class EagleDrafter(Drafter):
             all_parents = torch.cat([all_parents, frontier[child_row]])
             best = child_scores.topk(k).indices
             frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
-        return all_tokens, all_scores, all_parents
+        chosen = self._select(all_tokens, all_scores, all_parents, self.tree_size - 1)
+        return chosen, all_tokens, all_scores, all_parents
 
     def describe(self):
         return {"drafter": self.name, "eagle_topk": self.topk, "eagle_depth": self.depth,

@@ -6,33 +6,39 @@ import torch
 
 
 class StaticKVCache:
-    """Keys and values of every layer in two tensors [layers, 1, kv_heads, max_seq_len, head_dim].
+    """Keys and values of every layer in one tensor ``kv`` [2, layers, 1, kv_heads, max_seq_len, head_dim].
 
     The model writes K/V at explicit slots; ``keep`` moves an accepted subset of freshly written slots down
-    to contiguous slots after the committed prefix (KV compaction after a tree or sequence verify).
+    to contiguous slots after the committed prefix (KV compaction after a tree or sequence verify). One tensor
+    for both makes a layer's write one indexed store and a compaction two kernels.
     """
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, max_seq_len: int, dtype, device):
-        shape = (layers, 1, kv_heads, max_seq_len, head_dim)
-        self.k = torch.zeros(shape, dtype=dtype, device=device)
-        self.v = torch.zeros(shape, dtype=dtype, device=device)
+        self.kv = torch.zeros((2, layers, 1, kv_heads, max_seq_len, head_dim), dtype=dtype, device=device)
         self.max_seq_len = max_seq_len
         self.layer_index = torch.arange(layers, device=device)
+        self.kv_index = torch.arange(2, device=device)[:, None]
+
+    @property
+    def k(self) -> torch.Tensor:
+        return self.kv[0]
+
+    @property
+    def v(self) -> torch.Tensor:
+        return self.kv[1]
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n]; return this layer's full K and V."""
-        # Index the stacked tensors themselves (the layer as a tensor index): writing through a view self.k[layer]
+        # Index the whole tensor with tensors (K/V, layer, slots): writing through a view such as kv[0, layer]
         # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
-        where = (self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
-        self.k[where] = k.permute(2, 0, 1, 3).to(self.k.dtype)  # [n, 1, kv_heads, head_dim] (advanced dims first)
-        self.v[where] = v.permute(2, 0, 1, 3).to(self.v.dtype)
-        return self.k[layer], self.v[layer]
+        where = (self.kv_index, self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
+        self.kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(self.kv.dtype)  # [2, n, 1, kv_heads, D]
+        return self.kv[0, layer], self.kv[1, layer]
 
     def keep(self, src_slots: torch.Tensor, dst_start: int) -> None:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""
         dst = torch.arange(dst_start, dst_start + src_slots.numel(), device=src_slots.device)
-        self.k.index_copy_(3, dst, self.k.index_select(3, src_slots))
-        self.v.index_copy_(3, dst, self.v.index_select(3, src_slots))
+        self.kv.index_copy_(4, dst, self.kv.index_select(4, src_slots))
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:
