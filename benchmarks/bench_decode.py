@@ -193,9 +193,10 @@ def host_profile(run, steps_of, top: int = 25) -> list[dict]:
 
 
 def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
-                replays: int, tau: float, compile: bool = False) -> dict:
+                replays: int, tau: float, compile: bool = False, graph_chunks: int = 1, profile: bool = True) -> dict:
     """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
-    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile))
+    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile,
+                                         graph_chunks=graph_chunks))
     ctx = DraftContext(session, SamplingParams())
     acceptor, head = None, None
     if kind == "ngram":
@@ -221,12 +222,13 @@ def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: st
     wall_ms = 1e3 * gen.decode_s / steps
     phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps
               for p in ("draft", "verify", "accept")}
-    out = {"drafter": kind, "settings": settings, "steps": steps, "tau": gen.tau,
+    settings += f", {graph_chunks} graph(s) per forward"
+    out = {"drafter": kind, "settings": settings, "graph_chunks": graph_chunks, "steps": steps, "tau": gen.tau,
            "mean_drafted": sum(gen.drafted) / steps, "wall_ms_per_step": wall_ms,
            "phase_ms_per_step": phases, "phase_sum_ms_per_step": sum(phases.values()),
            "outside_phases_fraction": 1 - sum(phases.values()) / wall_ms}
     profiled = None
-    if device == "cuda":  # kernel time measured by the profiler (CUPTI), over a whole generation
+    if device == "cuda" and profile:  # kernel time measured by the profiler (CUPTI), over a whole generation
         try:
             from torch.profiler import ProfilerActivity, profile
 
@@ -250,7 +252,7 @@ def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: st
     lengths = list(gen.accept_lengths)
     sizes = sorted({d + 1 for d in gen.drafted})
     expand_graph = getattr(drafter, "_expand_graph", None)  # EAGLE: the whole tree expansion as one graph
-    expand_ms = None if expand_graph is None else time_calls(expand_graph.graph.replay, device, replays=replays,
+    expand_ms = None if expand_graph is None else time_calls(expand_graph.graphs[0].replay, device, replays=replays,
                                                              warmup=3).median_ms
     del session, drafter
     free(device)
@@ -355,6 +357,10 @@ def main(argv: list[str] | None = None) -> dict:
                         "variants after it use the GEMV too")
     parser.add_argument("--no-sd", action="store_true", help="skip the SD host-overhead runs")
     parser.add_argument("--sd-compile", action="store_true", help="compile the SD overhead runs' forwards too")
+    parser.add_argument("--graph-chunks", type=int, nargs="+", default=[1],
+                        help="CUDA graphs per target forward in the SD runs (one SD row per value)")
+    parser.add_argument("--sd-only", action="store_true", help="only the SD overhead runs (no decode variants)")
+    parser.add_argument("--no-profiler", action="store_true", help="SD runs without the CUPTI kernel-time pass")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
@@ -420,15 +426,16 @@ def main(argv: list[str] | None = None) -> dict:
         result["transformers"] = None
 
     def native(name: str, graphs: bool, stacked: bool, compiled: bool, use_gemv: bool = False) -> None:
-        skip = ("time budget spent" if over() else "--no-compile" if compiled and args.no_compile
+        if stacked:  # applied even when the variant is skipped: the SD rows run on the model as it is then
+            model.fuse_projections()
+        if use_gemv:
+            model.use_gemv()
+        skip = ("time budget spent" if over() else "--sd-only" if args.sd_only
+                else "--no-compile" if compiled and args.no_compile
                 else "--no-eager" if not graphs and args.no_eager else None)
         if skip:
             result["decode"][name] = {"skipped": skip}
             return
-        if stacked:
-            model.fuse_projections()
-        if use_gemv:
-            model.use_gemv()
         print(f"{name}...", flush=True)
         try:
             result["decode"][name] = native_decode(model, prompt, args.new_tokens, args.repeats,
@@ -446,14 +453,15 @@ def main(argv: list[str] | None = None) -> dict:
     native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
     if args.gemv:  # from here on every 16-bit one-row linear runs the Triton GEMV (SD rows and compile too)
         native("specbench (CUDA graphs, stacked, GEMV)", True, True, False, use_gemv=True)
-    for kind in () if args.no_sd else ("ngram", "eagle"):
+    sd_runs = [] if args.no_sd else [(kind, c) for c in args.graph_chunks for kind in ("ngram", "eagle")]
+    for kind, chunks in sd_runs:
         if over():
             result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
             continue
-        print(f"SD host overhead ({kind})...", flush=True)
+        print(f"SD host overhead ({kind}, {chunks} graph(s) per forward)...", flush=True)
         try:
             row = sd_overhead(model, prompt, args.new_tokens, kind, device, max_seq_len, args.replays, args.tau,
-                              args.sd_compile)
+                              args.sd_compile, chunks, not args.no_profiler)
             print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
                   f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
         except Exception as err:  # noqa: BLE001 - report and go on

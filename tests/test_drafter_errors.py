@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import torch
 
@@ -88,3 +90,27 @@ def test_replay_imposes_the_mean_accept_length():
     assert sum(lengths) / 100 == 2.5 and set(lengths) == {2, 3}
     with pytest.raises(ValueError, match="at least 1"):
         ReplayAcceptance(tau=0.5)
+
+
+def scan(tokens, min_n, max_n, num_tokens, match, pad):
+    """The n-gram rule written as a plain scan (the oracle for the vectorised ``lookup``)."""
+    size = len(tokens)
+    for n in range(min(max_n, size - 1), min_n - 1, -1):
+        starts = range(size - n) if match == "earliest" else range(size - n - 1, -1, -1)
+        for s in starts:
+            if tokens[s : s + n] == tokens[size - n :]:
+                if pad == "clamp":
+                    return [tokens[min(s + n + i, size - 1)] for i in range(num_tokens)]
+                return tokens[s + n : s + n + num_tokens]
+    return []
+
+
+def test_ngram_lookup_agrees_with_a_plain_scan_on_random_sequences():
+    rng = random.Random(0)
+    for _ in range(3000):
+        tokens = [rng.randrange(rng.randint(1, 5)) for _ in range(rng.randint(1, 25))]
+        min_n = rng.randint(1, 3)
+        max_n, gamma = rng.randint(min_n, 4), rng.randint(1, 6)
+        for match in ("earliest", "latest"):
+            for pad in ("clamp", "truncate"):
+                assert lookup(tokens, min_n, max_n, gamma, match, pad) == scan(tokens, min_n, max_n, gamma, match, pad)

@@ -4,11 +4,14 @@ A forward of ``n`` tokens is padded to the smallest bucket >= n. Padding rows wr
 end of the cache (never part of a sequence) and attend only themselves, so they change nothing real.
 With ``compile=True`` the forward is compiled by ``torch.compile`` once per shape (Inductor fuses the norms,
 RoPE and the other small kernels) and the compiled forward is what each bucket's CUDA graph captures; without
-graphs every new token count compiles again, so use it with graphs.
+graphs every new token count compiles again, so use it with graphs. With ``graph_chunks=c`` a ``Transformer``'s
+forward is captured as ``c`` graphs over consecutive decoder layers (``GraphedCall`` stages), so the GPU starts
+on the first layers while the host is still launching the rest.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -24,7 +27,8 @@ class ForwardRunner:
     """Owns a model's cache layout: ``max_seq_len`` usable slots plus scratch slots for padding rows."""
 
     def __init__(self, model: Transformer, max_seq_len: int, *, cuda_graphs: bool = False,
-                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None):
+                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None,
+                 graph_chunks: int = 1):
         self.model = model
         self.buckets = tuple(sorted(buckets))
         self.scratch = self.buckets[-1]
@@ -36,12 +40,17 @@ class ForwardRunner:
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
+        if graph_chunks < 1:
+            raise ValueError(f"timing.graph_chunks={graph_chunks} must be >= 1")
+        self.graph_chunks = graph_chunks if isinstance(model, Transformer) else 1
         self.compiled, self.compile_mode = compile, compile_mode
-        if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
+        if compile:  # one specialisation per (bucket, layers, features, stage) key on each of these functions
+            limit = 4 * len(self.buckets) * self.graph_chunks
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
             self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
+            self._stage = torch.compile(self._layer_stage, fullgraph=True, dynamic=False, mode=compile_mode)
         else:
-            self._step = self._forward
+            self._step, self._stage = self._forward, self._layer_stage
 
     @property
     def total_slots(self) -> int:
@@ -61,8 +70,8 @@ class ForwardRunner:
         size = self.bucket(n) if graph and self.cuda_graphs else None
         inputs = (ids, positions, slots, mask) + (() if features is None else (features,))
         if size is None:
-            return self._step(inputs, layers)
-        logits, hidden = self._replay(size, layers, self._pad(size, *inputs))
+            return self._step(packed(inputs), layers)
+        logits, hidden = self._replay(size, layers, packed(self._pad(size, *inputs)))
         return logits[:n], hidden[:n]
 
     def tree(self, ids: Sequence[int], depths: Sequence[int], start: int, ancestors: np.ndarray,
@@ -75,8 +84,8 @@ class ForwardRunner:
         """
         n = len(ids)
         size = self.bucket(n) if self.cuda_graphs else None
-        ids_t, pos_t, slots_t, mask_t = staged = self._host_inputs(n) if size is None else self._staging_for(size)
-        ids_np, pos_np, slots_np, mask_np = (t.numpy() for t in staged)
+        index_t, mask_t = self._host_inputs(n) if size is None else self._staging_for(size)
+        (ids_np, pos_np, slots_np), mask_np = index_t.numpy(), mask_t.numpy()
         ids_np[:n], pos_np[:n], slots_np[:n] = ids, np.asarray(depths) + start, np.arange(start, start + n)
         mask_np[:n, :start] = True
         mask_np[:n, start : start + n] = ancestors
@@ -86,35 +95,56 @@ class ForwardRunner:
             mask_np[np.arange(n, n + pad), slots_np[n:]] = True
             if features is not None:
                 features = torch.cat([features, features.new_zeros(pad, features.shape[1])])
-        inputs = (ids_t, pos_t, slots_t, mask_t[None, None]) + (() if features is None else (features,))
+        inputs = (index_t, mask_t[None, None]) + (() if features is None else (features,))
         if size is None:
             return self._step(tuple(t.to(self.device) for t in inputs), layers)
         logits, hidden = self._replay(size, layers, inputs)
         self._staged_copy.record()
         return logits[:n], hidden[:n]
 
-    def _host_inputs(self, rows: int, pin: bool = False) -> tuple[torch.Tensor, ...]:
-        """Zeroed ids, positions, slots [rows] and mask [rows, total_slots] on the host."""
-        index = torch.zeros(3, rows, dtype=torch.long, pin_memory=pin)
-        return (*index, torch.zeros(rows, self.total_slots, dtype=torch.bool, pin_memory=pin))
+    def _host_inputs(self, rows: int, pin: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Zeroed ids/positions/slots [3, rows] and mask [rows, total_slots] on the host."""
+        return (torch.zeros(3, rows, dtype=torch.long, pin_memory=pin),
+                torch.zeros(rows, self.total_slots, dtype=torch.bool, pin_memory=pin))
 
-    def _staging_for(self, size: int) -> tuple[torch.Tensor, ...]:
-        """The pinned host inputs of bucket ``size``, zeroed once the last copy out of them has finished."""
+    def _staging_for(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The pinned host inputs of bucket ``size``, mask cleared once the last copy out of them has finished."""
         if size not in self._staging:
             self._staging[size] = self._host_inputs(size, pin=True)
         self._staged_copy.synchronize()
         staged = self._staging[size]
-        staged[3].zero_()
+        staged[1].numpy().fill(False)  # numpy: torch's zero_ on a pinned tensor costs ~0.1 ms here
         return staged
 
     def _replay(self, size: int, layers, inputs: tuple[torch.Tensor, ...]):
-        key = (size, None if layers is None else tuple(layers), len(inputs) == 4)
+        key = (size, None if layers is None else tuple(layers), len(inputs) == 2)
         if key not in self._graphs:
-            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
+            self._graphs[key] = GraphedCall(self._stages(layers, len(inputs) > 2), self.pool)
         return self._graphs[key](*inputs)
 
+    def _stages(self, layers, features: bool):
+        """The forward as one function, or as ``graph_chunks`` stages over consecutive decoder layers."""
+        if self.graph_chunks == 1 or features:
+            return lambda *args: self._step(args, layers)
+        order = list(range(self.model.config.num_hidden_layers)) if layers is None else list(layers)
+        parts = [tuple(part.tolist()) for part in np.array_split(order, self.graph_chunks) if len(part)]
+        return [functools.partial(self._stage, part, i == 0, i == len(parts) - 1) for i, part in enumerate(parts)]
+
+    def _layer_stage(self, part, first: bool, last: bool, *state):
+        """One stage: (index, mask) or the previous stage's state in; the next state, or (logits, hidden), out."""
+        if first:
+            index, mask = state
+            x, cos, sin = self.model.embed(index[0][None], index[1])
+        else:
+            x, cos, sin, index, mask = state
+        x = self.model.run_layers(x, cos, sin, index[2], mask, part)
+        if not last:
+            return x, cos, sin, index, mask
+        hidden = self.model.model.norm(x)[0]
+        return self.model.logits(hidden), hidden
+
     def _forward(self, inputs, layers):
-        ids, positions, slots, mask, *features = inputs
+        (ids, positions, slots), mask, *features = inputs
         extra = {"features": features[0][None]} if features else {}
         hidden = self.model(ids[None], positions, slots, mask, layers, **extra)[0]
         return self.model.logits(hidden), hidden
@@ -133,3 +163,8 @@ class ForwardRunner:
             torch.cat([mask[0, 0], pad_mask])[None, None],
             *(torch.cat([f, f.new_zeros(pad, f.shape[1])]) for f in features),
         )
+
+
+def packed(inputs: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    """(ids, positions, slots, mask, *features) as the runner's graph inputs: (index [3, n], mask, *features)."""
+    return (torch.stack(inputs[:3]), *inputs[3:])

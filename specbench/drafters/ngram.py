@@ -9,23 +9,32 @@ as point masses.
 
 from __future__ import annotations
 
+import numpy as np
+
 from specbench.decoding.draft import Draft
 from specbench.drafters.base import DraftContext, Drafter, register
 
 
 def lookup(tokens: list[int], min_n: int, max_n: int, num_tokens: int, match: str = "earliest",
            pad: str = "clamp") -> list[int]:
-    """The n-gram proposal for ``tokens`` (empty when no n-gram of the allowed sizes recurs)."""
-    size = len(tokens)
+    """The n-gram proposal for ``tokens`` (empty when no n-gram of the allowed sizes recurs).
+
+    The search is vectorised (every window compared at once): it runs on the host between GPU steps, so a
+    Python scan would leave the GPU idle for O(length) interpreter time each step.
+    """
+    seq = np.asarray(tokens, dtype=np.int64)
+    size = len(seq)
     for n in range(min(max_n, size - 1), min_n - 1, -1):
-        pattern = tokens[size - n :]
-        starts = range(size - n) if match == "earliest" else range(size - n - 1, -1, -1)
-        for s in starts:
-            if tokens[s : s + n] == pattern:
-                begin = s + n
-                if pad == "clamp":
-                    return [tokens[min(begin + i, size - 1)] for i in range(num_tokens)]
-                return tokens[begin : begin + num_tokens]
+        # windows starting at 0 … size-n-1 (each followed by at least one token) that equal the last n tokens
+        same = seq[: size - n] == seq[size - n]
+        for j in range(1, n):
+            same &= seq[j : size - n + j] == seq[size - n + j]
+        hits = np.flatnonzero(same)
+        if hits.size:
+            begin = int(hits[0] if match == "earliest" else hits[-1]) + n
+            if pad == "clamp":
+                return seq[np.minimum(np.arange(begin, begin + num_tokens), size - 1)].tolist()
+            return seq[begin : begin + num_tokens].tolist()
     return []
 
 
