@@ -193,10 +193,9 @@ def host_profile(run, steps_of, top: int = 25) -> list[dict]:
 
 
 def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
-                replays: int, tau: float, compile: bool = False, graph_chunks: int = 1, profile: bool = True) -> dict:
+                replays: int, tau: float, compile: bool = False, profile: bool = True) -> dict:
     """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
-    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile,
-                                         graph_chunks=graph_chunks))
+    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile))
     ctx = DraftContext(session, SamplingParams())
     acceptor, head = None, None
     if kind == "ngram":
@@ -222,8 +221,7 @@ def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: st
     wall_ms = 1e3 * gen.decode_s / steps
     phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps
               for p in ("draft", "verify", "accept")}
-    settings += f", {graph_chunks} graph(s) per forward"
-    out = {"drafter": kind, "settings": settings, "graph_chunks": graph_chunks, "steps": steps, "tau": gen.tau,
+    out = {"drafter": kind, "settings": settings, "steps": steps, "tau": gen.tau,
            "mean_drafted": sum(gen.drafted) / steps, "wall_ms_per_step": wall_ms,
            "phase_ms_per_step": phases, "phase_sum_ms_per_step": sum(phases.values()),
            "outside_phases_fraction": 1 - sum(phases.values()) / wall_ms}
@@ -357,8 +355,6 @@ def main(argv: list[str] | None = None) -> dict:
                         "variants after it use the GEMV too")
     parser.add_argument("--no-sd", action="store_true", help="skip the SD host-overhead runs")
     parser.add_argument("--sd-compile", action="store_true", help="compile the SD overhead runs' forwards too")
-    parser.add_argument("--graph-chunks", type=int, nargs="+", default=[1],
-                        help="CUDA graphs per target forward in the SD runs (one SD row per value)")
     parser.add_argument("--sd-only", action="store_true", help="only the SD overhead runs (no decode variants)")
     parser.add_argument("--no-profiler", action="store_true", help="SD runs without the CUPTI kernel-time pass")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
@@ -453,15 +449,14 @@ def main(argv: list[str] | None = None) -> dict:
     native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
     if args.gemv:  # from here on every 16-bit one-row linear runs the Triton GEMV (SD rows and compile too)
         native("specbench (CUDA graphs, stacked, GEMV)", True, True, False, use_gemv=True)
-    sd_runs = [] if args.no_sd else [(kind, c) for c in args.graph_chunks for kind in ("ngram", "eagle")]
-    for kind, chunks in sd_runs:
+    for kind in () if args.no_sd else ("ngram", "eagle"):
         if over():
             result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
             continue
-        print(f"SD host overhead ({kind}, {chunks} graph(s) per forward)...", flush=True)
+        print(f"SD host overhead ({kind})...", flush=True)
         try:
             row = sd_overhead(model, prompt, args.new_tokens, kind, device, max_seq_len, args.replays, args.tau,
-                              args.sd_compile, chunks, not args.no_profiler)
+                              args.sd_compile, not args.no_profiler)
             print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
                   f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
         except Exception as err:  # noqa: BLE001 - report and go on

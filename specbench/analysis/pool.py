@@ -21,7 +21,7 @@ MATCH_KEYS = [
     "quant.group_size", "quant.symmetric", "quant.quantize_lm_head", "dataset.name", "dataset.path",
     "dataset.max_new_tokens", "dataset.max_turns", "dataset.system_prompt", "dataset.enable_thinking",
     "dataset.ignore_eos", "timing.cuda_graphs", "timing.compile", "timing.compile_mode", "timing.fuse_projections",
-    "timing.gemv", "timing.graph_chunks", "timing.phase_events", "runtime.device", "runtime.dtype",
+    "timing.gemv", "timing.phase_events", "runtime.device", "runtime.dtype",
     "runtime.temperature", "runtime.top_p", "runtime.top_k", "env.gpu", "drafter",
 ]
 LIKENESS = ("model.", "quant.", "dataset.", "timing.", "runtime.", "output.name", "env.git_sha", "env.torch")

@@ -4,14 +4,11 @@ A forward of ``n`` tokens is padded to the smallest bucket >= n. Padding rows wr
 end of the cache (never part of a sequence) and attend only themselves, so they change nothing real.
 With ``compile=True`` the forward is compiled by ``torch.compile`` once per shape (Inductor fuses the norms,
 RoPE and the other small kernels) and the compiled forward is what each bucket's CUDA graph captures; without
-graphs every new token count compiles again, so use it with graphs. With ``graph_chunks=c`` a ``Transformer``'s
-forward is captured as ``c`` graphs over consecutive decoder layers (``GraphedCall`` stages), so the GPU starts
-on the first layers while the host is still launching the rest.
+graphs every new token count compiles again, so use it with graphs.
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Sequence
 
 import numpy as np
@@ -27,8 +24,7 @@ class ForwardRunner:
     """Owns a model's cache layout: ``max_seq_len`` usable slots plus scratch slots for padding rows."""
 
     def __init__(self, model: Transformer, max_seq_len: int, *, cuda_graphs: bool = False,
-                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None,
-                 graph_chunks: int = 1):
+                 buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None):
         self.model = model
         self.buckets = tuple(sorted(buckets))
         self.scratch = self.buckets[-1]
@@ -40,17 +36,12 @@ class ForwardRunner:
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
-        if graph_chunks < 1:
-            raise ValueError(f"timing.graph_chunks={graph_chunks} must be >= 1")
-        self.graph_chunks = graph_chunks if isinstance(model, Transformer) else 1
         self.compiled, self.compile_mode = compile, compile_mode
-        if compile:  # one specialisation per (bucket, layers, features, stage) key on each of these functions
-            limit = 4 * len(self.buckets) * self.graph_chunks
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, limit)
+        if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
+            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
             self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
-            self._stage = torch.compile(self._layer_stage, fullgraph=True, dynamic=False, mode=compile_mode)
         else:
-            self._step, self._stage = self._forward, self._layer_stage
+            self._step = self._forward
 
     @property
     def total_slots(self) -> int:
@@ -119,29 +110,8 @@ class ForwardRunner:
     def _replay(self, size: int, layers, inputs: tuple[torch.Tensor, ...]):
         key = (size, None if layers is None else tuple(layers), len(inputs) == 2)
         if key not in self._graphs:
-            self._graphs[key] = GraphedCall(self._stages(layers, len(inputs) > 2), self.pool)
+            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
         return self._graphs[key](*inputs)
-
-    def _stages(self, layers, features: bool):
-        """The forward as one function, or as ``graph_chunks`` stages over consecutive decoder layers."""
-        if self.graph_chunks == 1 or features:
-            return lambda *args: self._step(args, layers)
-        order = list(range(self.model.config.num_hidden_layers)) if layers is None else list(layers)
-        parts = [tuple(part.tolist()) for part in np.array_split(order, self.graph_chunks) if len(part)]
-        return [functools.partial(self._stage, part, i == 0, i == len(parts) - 1) for i, part in enumerate(parts)]
-
-    def _layer_stage(self, part, first: bool, last: bool, *state):
-        """One stage: (index, mask) or the previous stage's state in; the next state, or (logits, hidden), out."""
-        if first:
-            index, mask = state
-            x, cos, sin = self.model.embed(index[0][None], index[1])
-        else:
-            x, cos, sin, index, mask = state
-        x = self.model.run_layers(x, cos, sin, index[2], mask, part)
-        if not last:
-            return x, cos, sin, index, mask
-        hidden = self.model.model.norm(x)[0]
-        return self.model.logits(hidden), hidden
 
     def _forward(self, inputs, layers):
         (ids, positions, slots), mask, *features = inputs

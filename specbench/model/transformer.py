@@ -193,19 +193,12 @@ class Transformer(nn.Module):
         """
         if self.cache is None:
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
-        x, cos, sin = self.embed(input_ids, positions)
-        return self.model.norm(self.run_layers(x, cos, sin, slots, mask, layers))
-
-    def embed(self, input_ids: torch.Tensor, positions: torch.Tensor):
-        """Token embeddings [1, n, hidden] and the rotary cos/sin [n, head_dim] of ``positions``."""
         cos, sin = self.rope(positions)
-        return self.model.embed_tokens(input_ids), cos, sin
-
-    def run_layers(self, x, cos, sin, slots, mask, layers: Sequence[int] | None = None) -> torch.Tensor:
-        """The decoder layers ``layers`` (all by default) over ``x`` [1, n, hidden]; no final norm."""
-        for i in range(len(self.model.layers)) if layers is None else layers:
-            x = self.model.layers[i](x, cos, sin, self.cache, slots, mask)
-        return x
+        x = self.model.embed_tokens(input_ids)
+        blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]
+        for layer in blocks:
+            x = layer(x, cos, sin, self.cache, slots, mask)
+        return self.model.norm(x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()

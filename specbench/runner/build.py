@@ -62,8 +62,7 @@ def session_for(model: Transformer, cfg: DictConfig) -> ModelSession:
     if cfg.timing.gemv and next(model.parameters()).is_cuda:
         model.use_gemv()
     return ModelSession(ForwardRunner(model, cfg.runtime.max_seq_len, cuda_graphs=cfg.timing.cuda_graphs,
-                                      compile=cfg.timing.compile, compile_mode=cfg.timing.compile_mode,
-                                      graph_chunks=cfg.timing.graph_chunks))
+                                      compile=cfg.timing.compile, compile_mode=cfg.timing.compile_mode))
 
 
 def sampling_params(runtime: DictConfig) -> SamplingParams:

@@ -55,7 +55,6 @@ class TimingConf:
     compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
     fuse_projections: bool = True  # one stacked GEMM for q/k/v and for gate/up (16-bit linears only)
     gemv: bool = True  # on a GPU, 16-bit one-row linears (decode) by specbench's Triton GEMV instead of cuBLAS
-    graph_chunks: int = 1  # capture each forward as this many CUDA graphs over the layers (launch overlaps the GPU)
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
     replay_tau: Optional[float] = None
