@@ -421,6 +421,13 @@ def main(argv: list[str] | None = None) -> dict:
     except ImportError:
         result["transformers"] = None
 
+    def save() -> None:
+        """Write what is measured so far (a later variant that overruns its timeout loses only itself)."""
+        result["elapsed_s"] = time.monotonic() - t0
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str))
+        (args.out / "bench_decode.md").write_text(markdown(result))
+
     def native(name: str, graphs: bool, stacked: bool, compiled: bool, use_gemv: bool = False) -> None:
         if stacked:  # applied even when the variant is skipped: the SD rows run on the model as it is then
             model.fuse_projections()
@@ -442,6 +449,7 @@ def main(argv: list[str] | None = None) -> dict:
             result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
             print(f"  failed: {result['decode'][name]['error']}", flush=True)
         free(device)
+        save()
 
     # Unfused variants first (stacking the projections changes the model in place); compiling is slowest: last.
     native("specbench (no graphs)", False, False, False)
@@ -464,14 +472,12 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"  failed: {row['error']}", flush=True)
         result["sd_overhead"].append(row)
         free(device)
+        save()
     native("specbench (CUDA graphs, stacked, " + ("GEMV, " if args.gemv else "") + "torch.compile"
            + (f" {args.compile_mode})" if args.compile_mode else ")"), True, True, True)
     del model
     free(device)
-    result["elapsed_s"] = time.monotonic() - t0
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_decode.json").write_text(json.dumps(result, indent=1, default=str))
-    (args.out / "bench_decode.md").write_text(markdown(result))
+    save()
     print(markdown(result))
     return result
 
