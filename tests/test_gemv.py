@@ -68,3 +68,22 @@ def test_model_with_gemv_matches_cublas_at_decode():
     assert model.use_gemv() == 9 * model.config.num_hidden_layers + 1  # 7 linears, attention, MLP; LM head
     ours = runner(ids, pos, pos, mask)[0]  # captured with the GEMV
     assert ((ours - reference).norm() / reference.norm()).item() < 2e-2
+
+
+def test_switched_model_is_labelled_and_falls_back_off_gpu(monkeypatch):
+    """Rows say which kernel ran; off a GPU the switched linears compute exactly what F.linear does."""
+    from specbench.decoding.forward import ForwardRunner
+    from specbench.model import causal_mask
+    from specbench.timing.probes import model_identity
+
+    model = load_model("tiny-target", shape_only=True, device="cpu", dtype=torch.float32, seed=0)
+    model.fuse_projections()
+    runner = ForwardRunner(model, 16)
+    ids, pos = torch.tensor([5, 9]), torch.arange(2)
+    mask = causal_mask(0, 2, runner.total_slots, "cpu")
+    before = runner(ids, pos, pos, mask)[0].clone()
+    assert model_identity(model, "cpu")["kernel"] == "F.linear (stacked qkv, gate/up)"
+    monkeypatch.setattr(gemv, "available", lambda: True)
+    model.use_gemv()
+    assert model_identity(model, "cpu")["kernel"] == "Triton GEMV at 1 row, F.linear above (stacked qkv, gate/up)"
+    torch.testing.assert_close(runner(ids, pos, pos, mask)[0], before, rtol=0, atol=0)

@@ -175,6 +175,7 @@ def chain_draft(n: int, *, vocab_size: int = 32000, seed: int = 0) -> Draft:
 
 def model_identity(model: torch.nn.Module, device: torch.device | str) -> dict:
     """model / quant / backend / kernel / dtype / layers / gpu / device / torch columns for ``model``."""
+    from specbench.model import gemv
     from specbench.quantization import describe
 
     device = torch.device(device)
@@ -184,12 +185,14 @@ def model_identity(model: torch.nn.Module, device: torch.device | str) -> dict:
     dense = summary["quant_scheme"] == "none"
     layers = getattr(getattr(model, "model", None), "layers", [])
     fused = any(getattr(layer.self_attn, "fused", None) is not None for layer in layers)
+    linear = "Triton GEMV at 1 row, F.linear above" if any(
+        getattr(layer.self_attn, "linear", None) is gemv.linear for layer in layers) else "F.linear"
     short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype, dtype)
     return {
         "model": getattr(model, "source", None) or type(model).__name__,
         "quant": short if dense else summary["quant_scheme"],
         "backend": "dense" if dense else summary["quant_backend"],
-        "kernel": ("F.linear" + (" (stacked qkv, gate/up)" if fused else "")) if dense else summary["quant_kernel"],
+        "kernel": (linear + (" (stacked qkv, gate/up)" if fused else "")) if dense else summary["quant_kernel"],
         "dtype": dtype,
         "layers": int(getattr(model.config, "num_hidden_layers", 0)),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
