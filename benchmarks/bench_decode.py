@@ -41,16 +41,11 @@ from specbench.drafters import DraftContext, build_drafter
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_hf_config, load_model
 from specbench.timing.phases import PhaseTimer
-from benchmarks.common import copy_bandwidth, free
+from benchmarks.common import copy_bandwidth, free, tensor_bytes
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"
-
-
-def tensor_bytes(module: torch.nn.Module) -> int:
-    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()]}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def random_prompt(vocab: int, length: int, seed: int = 0) -> list[int]:

@@ -46,7 +46,7 @@ from specbench.quantization import BACKENDS, QuantLinear, UnsupportedBackendErro
 from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.schemes import QuantConfigError, get_scheme
 from benchmarks.bench_quant_linear import _source_code, agreement
-from benchmarks.common import free
+from benchmarks.common import free, tensor_bytes
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
 
 SCHEMES = ("bf16", "fp16", "w8a8_int8", "w8a8_fp8", "w4a16", "w4a8")
@@ -54,11 +54,6 @@ DENSE = ("bf16", "fp16")
 # gemlite runs w4a8 with int8 activations per channel only; every other scheme at its default group
 GROUPS = {("w4a8", "gemlite"): -1}
 TARGET, BIG = "llama-3-8b-instruct", "llama-3-70b-instruct"
-
-
-def tensor_bytes(module: torch.nn.Module) -> int:
-    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()]}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
 
 
 def combos(schemes, backends) -> tuple[list[tuple[str, str]], list[dict]]:

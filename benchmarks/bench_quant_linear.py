@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import copy_bandwidth
+from benchmarks.common import copy_bandwidth, tensor_bytes
 from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
@@ -98,11 +98,6 @@ def timed(fn, device: str, replays: int) -> tuple[float, bool]:
     return statistics.median(times), graphed
 
 
-def module_bytes(module: torch.nn.Module) -> int:
-    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()]}
-    return sum(t.numel() * t.element_size() for t in tensors.values())
-
-
 def make_layer(scheme: str, group: int, backend: str, k: int, n: int, device: str, seed: int) -> torch.nn.Module:
     if backend == "dense":
         return torch.nn.Linear(k, n, bias=False, device=device, dtype=torch.bfloat16).requires_grad_(False)
@@ -144,7 +139,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
         if time.monotonic() > deadline:
             return f"time share spent while building {model} layers"
         first = make_layer(scheme, group, backend, k, n, device, seed=i)
-        size[k, n] = module_bytes(first)
+        size[k, n] = tensor_bytes(first)
         extra = min(63, L2_DEFEAT_BYTES // size[k, n]) if device == "cuda" else 0
         copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i) for _ in range(extra)]
         if isinstance(first, QuantLinear):

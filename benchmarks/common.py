@@ -9,6 +9,12 @@ import torch
 from specbench.timing.probes import time_calls
 
 
+def tensor_bytes(module: torch.nn.Module) -> int:
+    """Bytes of ``module``'s parameters and buffers, each shared tensor counted once."""
+    tensors = {id(t): t for t in [*module.parameters(), *module.buffers()]}
+    return sum(t.numel() * t.element_size() for t in tensors.values())
+
+
 def free(device: str) -> None:
     """Drop unreferenced tensors and return cached GPU memory between measurements."""
     gc.collect()

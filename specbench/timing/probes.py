@@ -51,8 +51,8 @@ from specbench.model.kv_cache import causal_mask, tree_mask
 PROBES = ("T_t", "T_v", "T_d", "prefill")
 MASKS = ("causal", "tree", "sequence")
 COLUMNS = ["probe", "n", "mask", "context", "median_ms", "p10_ms", "p90_ms", "mean_ms", "replays", "component",
-           "bucket", "cuda_graphs", "compiled", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype", "layers",
-           "gpu", "device", "torch"]
+           "bucket", "cuda_graphs", "compiled", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype",
+           "layers", "gpu", "device", "torch"]
 
 
 # --------------------------------------------------------------------------------------------- timing
