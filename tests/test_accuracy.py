@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specbench.datasets.questions import Question
-from specbench.datasets.sandbox import CodeExecutionNotAllowed, run_program
+from specbench.datasets.sandbox import CodeExecutionNotAllowed, SandboxUnavailable, run_tests, unavailable_reason
 from specbench.datasets.scoring import (
     extract_code, extract_gsm8k_answer, gsm8k_accuracy, gsm8k_correct, humaneval_pass_at_1, normalize_number,
 )
@@ -15,6 +15,8 @@ ADD = Question(
     reference=["    return sum(xs)\n"], entry_point="add",
     test="def check(candidate):\n    assert candidate([1, 2, 3]) == 6\n    assert candidate([]) == 0\n",
 )
+ONE = Question("HumanEval/0", "code", ['def f():\n    """One."""\n'], entry_point="f",
+               test="def check(c):\n    assert c() == 1\n")
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -59,44 +61,55 @@ def test_code_execution_needs_opt_in():
         humaneval_pass_at_1(["    return sum(xs)\n"], [ADD])
 
 
-def test_humaneval_pass_fail_timeout_forbidden():
+needs_sandbox = pytest.mark.skipif(unavailable_reason() is not None,
+                                   reason=f"no sandbox on this machine: {unavailable_reason()}")
+
+
+@needs_sandbox
+def test_humaneval_pass_fail_timeout():
     answers = [
         "    return sum(xs)\n",  # continuation of the prompt (the canonical style)
         "```python\ndef add(xs: List[int]) -> int:\n    return sum(xs)\n```",  # evalplus style, imports from prompt
         "    return 0\n",  # wrong
         "    while True:\n        pass\n",  # never ends
-        "    import socket\n    socket.create_connection(('example.com', 80))\n    return sum(xs)\n",
-        "    import os\n    os.system('echo pwned')\n    return sum(xs)\n",
-        "    try:\n        import subprocess\n        subprocess.run(['true'])\n    except Exception:\n        pass\n"
-        "    return sum(xs)\n",  # forbidden even when the program swallows the error
+        "    return tuple(xs)\n",  # not even a number
     ]
     score, results = humaneval_pass_at_1(answers, [ADD] * len(answers), allow_code_execution=True, timeout=1.0,
                                          workers=2)
-    assert [r.status for r in results] == ["passed", "passed", "failed", "timeout", "forbidden", "forbidden",
-                                           "forbidden"]
-    assert score == pytest.approx(2 / 7)
+    assert [r.status for r in results] == ["passed", "passed", "failed", "timeout", "failed"]
+    assert score == pytest.approx(2 / 5)
     assert "AssertionError" in results[2].detail
-    assert "socket" in results[4].detail and "os.system" in results[5].detail
 
 
-def test_sandbox_limits_files_and_memory():
-    outside = run_program("open('/tmp/specbench-sandbox-escape.txt', 'w').write('x')\n")
-    assert outside.status == "forbidden"
-    inside = run_program("open('ok.txt', 'w').write('x')\nassert open('ok.txt').read() == 'x'\n")
-    assert inside.status == "passed"
-    hog = run_program("blob = bytearray(2 * 1024 ** 3)\n", memory_mb=512)
+@needs_sandbox
+def test_sandbox_limits_memory():
+    check = "def check(candidate):\n    assert candidate() == 1\n"
+    hog = run_tests("def f():\n    blob = bytearray(2 * 1024 ** 3)\n    return 1\n", check, "f", memory_mb=512)
     assert hog.status == "failed" and "MemoryError" in hog.detail
+    assert run_tests("def f():\n    blob = bytearray(2 ** 20)\n    return 1\n", check, "f", memory_mb=512).passed
+
+
+def test_refuses_to_run_code_without_a_sandbox(monkeypatch):
+    import specbench.datasets.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: "bubblewrap is not installed")
+    with pytest.raises(SandboxUnavailable, match="refusing to execute generated code: bubblewrap is not installed"):
+        humaneval_pass_at_1(["    return sum(xs)\n"], [ADD], allow_code_execution=True)
 
 
 def test_score_answer_dispatches_on_the_scorer():
-    from specbench.datasets.questions import Question
     from specbench.datasets.scoring import score_answer
 
     q = Question(1, "math", ["What is 2+3?"], answer="5")
     assert score_answer("gsm8k", "2 + 3 = 5. The answer is 5.", q) is True
     assert score_answer("gsm8k", "The answer is 6.", q) is False
     assert score_answer(None, "anything", q) is None
-    h = Question("HumanEval/0", "code", ["def f():\n"], entry_point="f", test="def check(c):\n    assert c() == 1\n")
-    assert score_answer("humaneval", "def f():\n    return 1\n", h) is None  # no opt-in: not executed
-    assert score_answer("humaneval", "def f():\n    return 1\n", h, allow_code_execution=True) is True
-    assert score_answer("humaneval", "def f():\n    return 2\n", h, allow_code_execution=True) is False
+    assert score_answer("humaneval", "def f():\n    return 1\n", ONE) is None  # no opt-in: not executed
+
+
+@needs_sandbox
+def test_score_answer_runs_humaneval_in_the_sandbox():
+    from specbench.datasets.scoring import score_answer
+
+    assert score_answer("humaneval", "def f():\n    return 1\n", ONE, allow_code_execution=True) is True
+    assert score_answer("humaneval", "def f():\n    return 2\n", ONE, allow_code_execution=True) is False

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Sequence
 
-from specbench.datasets.sandbox import CodeExecutionNotAllowed, ExecResult, run_program
+from specbench.datasets.sandbox import CodeExecutionNotAllowed, ExecResult, require_sandbox, run_tests
 
 if TYPE_CHECKING:
     from specbench.datasets.questions import Question
@@ -71,8 +71,8 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
     return next((b for b in blocks if defines and defines in b), blocks[0] if blocks else head)
 
 
-def humaneval_program(answer: str, question: Question) -> str:
-    """The test program for one HumanEval answer: sanitized code, the prompt's imports, the tests, ``check()``.
+def humaneval_solution(answer: str, question: Question) -> str:
+    """The model's code for one HumanEval answer: the prompt's imports, then the sanitized code.
 
     An answer that does not define the entry point is treated as a continuation of the prompt.
     """
@@ -81,7 +81,13 @@ def humaneval_program(answer: str, question: Question) -> str:
     if f"def {question.entry_point}" not in code:
         code = prompt + answer.split("```", 1)[0]
     imports = "".join(line + "\n" for line in prompt.splitlines() if line.startswith(("import ", "from ")))
-    return f"{imports}\n{code}\n\n{question.test}\n\ncheck({question.entry_point})\n"
+    return f"{imports}\n{code}\n"
+
+
+def humaneval_tests(question: Question) -> str:
+    """The trusted side of one problem: the prompt (its helpers, e.g. ``poly`` or ``encode_cyclic``) and
+    ``check``; it never runs the model's code, only calls it through the sandbox."""
+    return f"{question.turns[0]}\n\n{question.test}\n"
 
 
 def humaneval_pass_at_1(
@@ -95,18 +101,24 @@ def humaneval_pass_at_1(
 ) -> tuple[float, list[ExecResult]]:
     """pass@1 over greedy answers (one per question) and the per-question results.
 
-    Runs model-written code, so it needs ``allow_code_execution=True``; see ``sandbox.run_program`` for limits.
+    Runs model-written code, so it needs ``allow_code_execution=True``; see ``sandbox.run_tests`` for the
+    isolation and limits. Raises ``SandboxUnavailable`` (and runs nothing) when the sandbox cannot be built.
     """
     if not allow_code_execution:
         raise CodeExecutionNotAllowed(
             "HumanEval scoring executes model-generated code. Opt in with allow_code_execution=True "
-            "(it runs in a subprocess with time/memory limits and blocked network/process calls; this is not a "
-            "full sandbox, so use a container for untrusted models)."
+            "(it runs in a bubblewrap sandbox: no network, no host files, unprivileged, time/memory/disk limits)."
         )
     _same_length(answers, questions)
-    programs = [humaneval_program(a, q) for a, q in zip(answers, questions)]
+    require_sandbox()
+
+    def score(pair: tuple[str, Question]) -> ExecResult:
+        answer, question = pair
+        return run_tests(humaneval_solution(answer, question), humaneval_tests(question), question.entry_point,
+                         timeout=timeout, memory_mb=memory_mb)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        results = list(pool.map(lambda p: run_program(p, timeout=timeout, memory_mb=memory_mb), programs))
+        results = list(pool.map(score, zip(answers, questions)))
     return (sum(r.passed for r in results) / len(results) if results else 0.0), results
 
 
