@@ -239,24 +239,22 @@ def test_an_output_flood_is_cut_at_the_bound():
 def test_a_disk_flood_stops_at_the_tmp_cap():
     code = """import os, sys
 def f():
-    written, n = 0, 0
+    written = 0
     for folder in ['/tmp', '/dev/shm', '/dev', '/']:
-        while True:
+        for n in range(1000):
             try:
                 with open(f'{folder}/fill{n}', 'wb') as file:
-                    for _ in range(64):
+                    for _ in range(8):
                         written += file.write(b'x' * (1 << 20))
             except OSError:
                 break
-            finally:
-                n += 1
     print('WROTE', written, file=sys.stderr)
     return 0
 """
     result = attempt(code, timeout=10.0)
     assert result.status == "failed"
     written = int(re.search(r"WROTE (\d+)", result.detail).group(1))
-    assert 0 < written <= TMP_BYTES
+    assert TMP_BYTES // 2 < written <= TMP_BYTES
 
 
 def test_process_count_is_capped():
@@ -289,10 +287,20 @@ FAKES = {
     "always-equal object": "class Yes:\n    def __eq__(self, other):\n        return True\ndef f():\n    return Yes()\n",
     "int subclass": "class One(int):\n    def __eq__(self, other):\n        return True\ndef f():\n    return One(0)\n",
     "patch the builtins": "import builtins\nbuiltins.AssertionError = StopIteration\ndef f():\n    return 0\n",
-    "read the checker": """import os, sys
+}
+
+
+@pytest.mark.parametrize("code", FAKES.values(), ids=FAKES.keys())
+def test_fake_passes_fail(code):
+    result = attempt(code)
+    assert result.status == "failed", result.detail
+
+
+def test_the_checker_and_its_token_are_out_of_reach():
+    code = """import ctypes, os, sys
 def f():
     checker = os.getppid()
-    for path in ['mem', 'environ', 'fd/0', 'fd/1']:
+    for path in ['mem', 'environ', 'maps', 'fd/0', 'fd/1']:
         try:
             open(f'/proc/{checker}/{path}', 'rb').read(64)
             print('READ', path, file=sys.stderr)
@@ -302,17 +310,14 @@ def f():
         open(f'/proc/{checker}/fd/1', 'w').write('0' * 32 + '\\n')
     except OSError:
         print('denied writing', file=sys.stderr)
-    assert open('/proc/self/environ', 'rb').read() is not None  # control: its own /proc entries are readable
+    if ctypes.CDLL(None).ptrace(16, checker, 0, 0) != 0:  # PTRACE_ATTACH
+        print('denied ptrace', file=sys.stderr)
+    print('OWN', len(open('/proc/self/environ', 'rb').read()) > 0, file=sys.stderr)  # control: its own entries
     return 0
-""",
-}
-
-
-@pytest.mark.parametrize("code", FAKES.values(), ids=FAKES.keys())
-def test_fake_passes_fail(code):
+"""
     result = attempt(code)
-    assert result.status == "failed", result.detail
-    assert "READ" not in result.detail
+    assert result.status == "failed" and "READ" not in result.detail and "OWN True" in result.detail
+    assert result.detail.count("denied") == 7
 
 
 def test_fake_passes_score_zero_through_humaneval():
