@@ -36,6 +36,11 @@ def attempt(solution: str, timeout: float = 3.0):
     return run_tests(solution, CHECK_ONE, "f", timeout=timeout)
 
 
+def reported(result, label: str) -> int:
+    """The number the attack printed after ``label``."""
+    return int(re.search(label + r" (\d+)", result.detail).group(1))
+
+
 def host_processes_with(marker: str) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -253,28 +258,28 @@ def f():
 """
     result = attempt(code, timeout=10.0)
     assert result.status == "failed"
-    written = int(re.search(r"WROTE (\d+)", result.detail).group(1))
-    assert TMP_BYTES // 2 < written <= TMP_BYTES
+    assert TMP_BYTES // 2 < reported(result, "WROTE") <= TMP_BYTES
 
 
 def test_process_count_is_capped():
     code = """import os, sys, time
 def f():
     children = 0
-    try:
-        while children < 1000:
-            if os.fork() == 0:
-                time.sleep(5)
-                os._exit(0)
-            children += 1
-    except OSError:
-        pass
+    while children < 1000:
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(5)
+            os._exit(0)
+        children += 1
     print('CHILDREN', children, file=sys.stderr)
     return 0
 """
     result = attempt(code, timeout=5.0)
     assert result.status == "failed"
-    assert int(re.search(r"CHILDREN (\d+)", result.detail).group(1)) < 64
+    assert reported(result, "CHILDREN") < 64
 
 
 FAKES = {

@@ -8,11 +8,12 @@ from specbench.datasets.download import ChecksumError, DatasetUnavailableError, 
 from specbench.datasets.prompting import LLAMA2_SYSTEM_PROMPT, Prompt, build_prompt, stop_token_ids
 from specbench.datasets.questions import Question
 from specbench.datasets.registry import DatasetSpec, dataset_file, get_dataset, list_datasets, load_questions
-from specbench.datasets.sandbox import CodeExecutionNotAllowed
+from specbench.datasets.sandbox import CodeExecutionNotAllowed, SandboxUnavailable
 from specbench.datasets.scoring import extract_gsm8k_answer, gsm8k_accuracy, humaneval_pass_at_1
 
 __all__ = [
     "ChecksumError", "DatasetUnavailableError", "default_cache_dir", "LLAMA2_SYSTEM_PROMPT", "Prompt",
     "build_prompt", "stop_token_ids", "Question", "DatasetSpec", "dataset_file", "get_dataset", "list_datasets",
-    "load_questions", "CodeExecutionNotAllowed", "extract_gsm8k_answer", "gsm8k_accuracy", "humaneval_pass_at_1",
+    "load_questions", "CodeExecutionNotAllowed", "SandboxUnavailable", "extract_gsm8k_answer", "gsm8k_accuracy",
+    "humaneval_pass_at_1",
 ]
