@@ -289,7 +289,7 @@ FAKES = {
     "atexit + os._exit(0)": "import atexit, os\natexit.register(os._exit, 0)\ndef f():\n    return 0\n",
     "kill the checker": "import os, signal\ndef f():\n    os.kill(os.getppid(), signal.SIGKILL)\n",
     "guess a token": "import os\ndef f():\n    os.write(1, b'0' * 32 + b'\\n')\n    print('0' * 32)\n    return 0\n",
-    "always-equal object": "class Yes:\n    def __eq__(self, other):\n        return True\ndef f():\n    return Yes()\n",
+    "always-equal": "class Yes:\n    def __eq__(self, other):\n        return True\ndef f():\n    return Yes()\n",
     "int subclass": "class One(int):\n    def __eq__(self, other):\n        return True\ndef f():\n    return One(0)\n",
     "patch the builtins": "import builtins\nbuiltins.AssertionError = StopIteration\ndef f():\n    return 0\n",
 }
