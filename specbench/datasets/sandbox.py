@@ -57,8 +57,8 @@ def bwrap_command(program: list[str]) -> list[str]:
         "bwrap", "--unshare-all", "--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY),
         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--clearenv", "--setenv", "LANG", "C.UTF-8",
         "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin",
-        "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-        "--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
+        "--ro-bind", "/usr", "/usr", "--ro-bind-try", "/lib", "/lib", "--ro-bind-try", "/lib64", "/lib64",
+        "--ro-bind-try", "/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev",
         "--size", str(TMP_BYTES), "--tmpfs", "/tmp", "--chdir", "/tmp", "--remount-ro", "/",
         *program,
     ]
