@@ -32,7 +32,8 @@ pytestmark = pytest.mark.skipif(REASON is not None, reason=f"no sandbox on this 
 CHECK_ONE = "def check(candidate):\n    assert candidate() == 1\n"
 
 
-def attempt(solution: str, timeout: float = 3.0):
+def attempt(solution: str, timeout: float = 10.0):
+    """Generous by default: a loaded CI machine must not turn a prompt failure into a timeout."""
     return run_tests(solution, CHECK_ONE, "f", timeout=timeout)
 
 
@@ -74,12 +75,12 @@ def test_the_sandboxed_solution_passes_and_is_unprivileged():
 
 
 def test_fork_exec_spawns_only_inside(tmp_path):
-    code = f"""import _posixsubprocess, os, sys, time
+    code = f"""import _posixsubprocess, os, sys
 def f():
     script = 'echo spawned > /tmp/ran; echo escaped > {tmp_path}/fork_exec'
-    _posixsubprocess.fork_exec(['/bin/sh', '-c', script], [b'/bin/sh'], True, (), None, None,
-                               -1, -1, -1, -1, -1, -1, *os.pipe(), False, False, -1, None, None, None, -1, None, False)
-    time.sleep(0.5)
+    pid = _posixsubprocess.fork_exec(['/bin/sh', '-c', script], [b'/bin/sh'], True, (), None, None, -1, -1, -1, -1,
+                                     -1, -1, *os.pipe(), False, False, -1, None, None, None, -1, None, False)
+    os.waitpid(pid, 0)
     print('SPAWNED' if os.path.exists('/tmp/ran') else 'NOT SPAWNED', file=sys.stderr)
     return 0
 """
@@ -98,7 +99,7 @@ def f():
     print('SPAWNED' if os.path.exists('/tmp/ran') else 'NOT SPAWNED', file=sys.stderr)
     return 0
 """
-    result = attempt(code, timeout=5.0)
+    result = attempt(code)
     assert result.status == "failed" and "SPAWNED" in result.detail and "NOT SPAWNED" not in result.detail
     assert not (tmp_path / "spawned").exists()
 
@@ -112,7 +113,7 @@ def f():
         pass
 """
     seen = []
-    runner = threading.Thread(target=lambda: seen.append(attempt(code, timeout=2.0)))
+    runner = threading.Thread(target=lambda: seen.append(attempt(code, timeout=5.0)))
     runner.start()
     alive_during = []
     while runner.is_alive():
@@ -226,7 +227,7 @@ def f():
             print('denied', host, type(err).__name__, file=sys.stderr)
     return 0
 """
-    result = attempt(code, timeout=6.0)
+    result = attempt(code)
     assert result.status == "failed" and "CONNECTED" not in result.detail
     assert result.detail.count("denied") == 3
     with pytest.raises(BlockingIOError):
@@ -235,10 +236,8 @@ def f():
 
 
 def test_an_output_flood_is_cut_at_the_bound():
-    start = time.monotonic()
     result = attempt("import sys\ndef f():\n    while True:\n        sys.stdout.write('x' * 65536)\n")
-    assert result.status == "failed" and f"more than {OUTPUT_BYTES} bytes" in result.detail
-    assert time.monotonic() - start < 3.0
+    assert result.status == "failed" and f"more than {OUTPUT_BYTES} bytes" in result.detail  # cut, not timed out
 
 
 def test_a_disk_flood_stops_at_the_tmp_cap():
@@ -256,7 +255,7 @@ def f():
     print('WROTE', written, file=sys.stderr)
     return 0
 """
-    result = attempt(code, timeout=10.0)
+    result = attempt(code)
     assert result.status == "failed"
     assert TMP_BYTES // 2 < reported(result, "WROTE") <= TMP_BYTES
 
@@ -277,7 +276,7 @@ def f():
     print('CHILDREN', children, file=sys.stderr)
     return 0
 """
-    result = attempt(code, timeout=5.0)
+    result = attempt(code)
     assert result.status == "failed"
     assert reported(result, "CHILDREN") < 64
 
@@ -328,7 +327,8 @@ def f():
 def test_fake_passes_score_zero_through_humaneval():
     question = Question("HumanEval/x", "humaneval", ['def f():\n    """One."""\n'], entry_point="f", test=CHECK_ONE)
     answers = ["def f():\n    return 1\n", *FAKES.values()]
-    score, results = humaneval_pass_at_1(answers, [question] * len(answers), allow_code_execution=True, workers=2)
+    score, results = humaneval_pass_at_1(answers, [question] * len(answers), allow_code_execution=True, timeout=10.0,
+                                         workers=2)
     assert [r.passed for r in results] == [True] + [False] * len(FAKES)
     assert score == pytest.approx(1 / len(answers))
 
