@@ -1,6 +1,7 @@
 """HierSpec: EAGLE-2 drafts for an intermediate model, whose accepted tokens form the target's draft.
 
-Each round the EAGLE head drafts a tree (``inner_depth`` passes) for the intermediate model (e.g. W4A16
+The first level is EAGLE-2's dynamic tree over the head it is given: an EAGLE-1/2 head, or an EAGLE-3 head
+(SpecMQuant §4.4), which then reads the intermediate's three feature layers. Each round the EAGLE head drafts a tree (``inner_depth`` passes) for the intermediate model (e.g. W4A16
 Llama-3-8B), which verifies it and commits a path plus its bonus token; rounds repeat until the sequence
 holds at least ``min_draft`` tokens, and the target verifies that sequence in one forward. At T > 0 the
 intermediate's committed tokens are samples of its own distribution, which is recorded as the draft
@@ -16,12 +17,12 @@ from specbench.decoding.session import ModelSession
 from specbench.drafters.base import DraftContext, Drafter, register
 from specbench.drafters.draft_model import check_same_vocab
 from specbench.drafters.eagle import EagleDrafter
-from specbench.drafters.eagle_head import EagleHead
+from specbench.drafters.eagle_head import DraftHead
 
 
 @register("hierspec")
 class HierSpecDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, session: ModelSession, head: EagleHead, min_draft: int = 6,
+    def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int = 6,
                  inner_depth: int = 3, inner_tree_size: int = 30, topk: int = 10):
         super().__init__(ctx)
         check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size, "intermediate model")
@@ -71,4 +72,5 @@ class HierSpecDrafter(Drafter):
     def describe(self):
         inner = self.inner.describe()
         return {"drafter": self.name, "hierspec_min_draft": self.min_draft, "hierspec_inner_depth": inner["eagle_depth"],
+                "hierspec_head": "eagle3" if self.inner.head.target_layers else "eagle",
                 "hierspec_inner_tree_size": inner["eagle_tree_size"], "eagle_topk": inner["eagle_topk"]}
