@@ -37,6 +37,7 @@ from specbench.model.loading import fill_random, resolve_checkpoint
 from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer, rope_inv_freq
 
 OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's EAGLE-3 heads; what a random head uses
+PEAKED_LOGIT_STD = 16.0  # of a random head's logits: see random_eagle3_head
 
 
 def default_target_layers(num_layers: int) -> tuple[int, int, int]:
@@ -174,7 +175,13 @@ def load_eagle3_head(source: str, target: Transformer, *, target_rotated: bool =
 
 
 def random_eagle3_head(target: Transformer, seed: int = 0) -> Eagle3Head:
-    """A head shaped like the official ones for ``target``, random weights: real drafting cost, no meaning."""
+    """A head shaped like the official ones for ``target``, random weights: real drafting cost, no meaning.
+
+    The LM head's weights are scaled so its logits have a standard deviation of ``PEAKED_LOGIT_STD`` (the hidden
+    state is RMS-normalised): the top token then takes most of the mass, as with a trained head, so the dynamic
+    tree grows deep chains and a replayed tau of 5-7 can be reached (near-uniform logits keep the tree at depth 2).
+    Values do not change the timing.
+    """
     t = target.config
     draft_vocab = min(OFFICIAL_DRAFT_VOCAB, t.vocab_size)
     layers = default_target_layers(t.num_hidden_layers)
@@ -183,8 +190,9 @@ def random_eagle3_head(target: Transformer, seed: int = 0) -> Eagle3Head:
     head = Eagle3Head(t.replace(num_hidden_layers=1), target, draft_vocab=draft_vocab, target_layers=layers)
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
-        for own in (head.fc, head.midlayer, head.norm, head.lm_head):  # not the target's embeddings it shares
+        for own in (head.fc, head.midlayer, head.norm):  # not the target's embeddings it shares
             fill_random(own, generator)
+        head.lm_head.weight.normal_(0.0, PEAKED_LOGIT_STD / t.hidden_size**0.5, generator=generator)
     head.d2t.zero_()  # draft ids are the first draft_vocab target ids
     weight = target.lm_head.weight
     return head.placed(weight.device, weight.dtype)
