@@ -118,7 +118,8 @@ def write_eagle3_head(path, hf_model, layers, seed: int = 0, scale: float = 0.05
                "midlayer.post_attention_layernorm.weight": sd[last + "post_attention_layernorm.weight"],
                "midlayer.self_attn.o_proj.weight": sd[first + "self_attn.o_proj.weight"],
                "norm.weight": sd["model.norm.weight"], "lm_head.weight": sd["lm_head.weight"][keep],
-               "d2t": keep - torch.arange(keep.numel()), "t2d": torch.zeros(vocab, dtype=torch.bool).index_fill(0, keep, True)}
+               "d2t": keep - torch.arange(keep.numel()),
+               "t2d": torch.zeros(vocab, dtype=torch.bool).index_fill(0, keep, True)}
     for name in ("q_proj", "k_proj", "v_proj"):
         w = sd[first + f"self_attn.{name}.weight"]
         weights[f"midlayer.self_attn.{name}.weight"] = torch.cat([w, noise(*w.shape)], dim=1)

@@ -1,11 +1,12 @@
 """HierSpec: EAGLE-2 drafts for an intermediate model, whose accepted tokens form the target's draft.
 
-The first level is EAGLE-2's dynamic tree over the head it is given: an EAGLE-1/2 head, or an EAGLE-3 head
-(SpecMQuant §4.4), which then reads the intermediate's three feature layers. Each round the EAGLE head drafts a tree (``inner_depth`` passes) for the intermediate model (e.g. W4A16
+Each round the EAGLE head drafts a tree (``inner_depth`` passes) for the intermediate model (e.g. W4A16
 Llama-3-8B), which verifies it and commits a path plus its bonus token; rounds repeat until the sequence
 holds at least ``min_draft`` tokens, and the target verifies that sequence in one forward. At T > 0 the
 intermediate's committed tokens are samples of its own distribution, which is recorded as the draft
 distribution for the target's rejection sampling. The intermediate's prefill is timed as drafter prefill.
+The head is an EAGLE-1/2 head, or an EAGLE-3 head (SpecMQuant §4.4), which reads the intermediate's three
+feature layers; either drives EAGLE-2's dynamic tree.
 """
 
 from __future__ import annotations
@@ -72,5 +73,5 @@ class HierSpecDrafter(Drafter):
     def describe(self):
         inner = self.inner.describe()
         return {"drafter": self.name, "hierspec_min_draft": self.min_draft, "hierspec_inner_depth": inner["eagle_depth"],
-                "hierspec_head": "eagle3" if self.inner.head.target_layers else "eagle",
+                "hierspec_head": "eagle3" if self.inner.head.target_layers else "eagle",  # the first level
                 "hierspec_inner_tree_size": inner["eagle_tree_size"], "eagle_topk": inner["eagle_topk"]}
