@@ -83,13 +83,13 @@ def make_drafter(drafter_cfg: DictConfig, target: ModelSession, cfg: DictConfig,
     settings = {k: v for k, v in OmegaConf.to_container(drafter_cfg, resolve=True).items()
                 if k not in ("name", "model", "quant", "head", "first_level", "label")}
     name = drafter_cfg.name
+    if name == "hierspec" and drafter_cfg.get("first_level", "eagle") not in ("eagle", "eagle3"):
+        raise ValueError(f"drafter.first_level={drafter_cfg.first_level!r}: use eagle or eagle3")
     if name in ("draft_model", "hierspec"):
         second = build_model(drafter_cfg.model, drafter_cfg.get("quant") or OmegaConf.create({"scheme": "none",
                              "backend": "reference", "rotated": False}), cfg.runtime)
         settings["session"] = session_for(second, cfg)
         if name == "hierspec":
-            if drafter_cfg.get("first_level", "eagle") not in ("eagle", "eagle3"):
-                raise ValueError(f"drafter.first_level={drafter_cfg.first_level!r}: use eagle or eagle3")
             settings["head"] = _head(drafter_cfg, second, cfg.runtime.seed, drafter_cfg.get("first_level") == "eagle3")
     elif name in ("eagle", "eagle3"):
         settings["head"] = _head(drafter_cfg, target.model, cfg.runtime.seed, name == "eagle3")
