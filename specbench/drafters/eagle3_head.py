@@ -1,7 +1,7 @@
 """An EAGLE-3 draft head in its published file layout, and its loader.
 
 Layout (``yuhuili/EAGLE3-LLaMA3.1-Instruct-8B``, ``…EAGLE3-LLaMA3.3-Instruct-70B``): ``config.json`` is a one-layer
-Llama config plus ``draft_vocab_size`` (32000 for the official heads); the weights are
+Llama config plus ``draft_vocab_size`` (32000 for the 8B head; vLLM reads the same field); the weights are
 
 * ``fc.weight`` [h, 3h], no bias: fuses the target's hidden states at three layers, ``[low; mid; high]``;
 * ``midlayer.*``: one decoder layer whose attention reads ``[input_layernorm(embed(token)); hidden_norm(g)]``
@@ -36,7 +36,7 @@ from specbench.model.config import ModelConfig
 from specbench.model.loading import fill_random, resolve_checkpoint
 from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer, rope_inv_freq
 
-OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's EAGLE-3 heads; what a random head uses
+OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's 8B EAGLE-3 head; what a random head uses
 PEAKED_LOGIT_STD = 16.0  # of a random head's logits: see random_eagle3_head
 
 
