@@ -82,3 +82,54 @@ def write_eagle_head(path, hf_model, seed: int = 0, scale: float = 0.05, rotatio
         weights["lm_head.weight"] = hf_model.lm_head.weight.detach().clone()
     save_file({k: v.contiguous() for k, v in weights.items()}, path / "model.safetensors")
     return path
+
+
+def write_eagle3_head(path, hf_model, layers, seed: int = 0, scale: float = 0.05, draft_fraction: float = 0.75,
+                      own_embeddings: bool = False, fmt: str = "safetensors"):
+    """Write an EAGLE-3 head for ``hf_model`` in the published layout: ``config.json`` with ``draft_vocab_size``
+    and ``eagle_aux_hidden_state_layer_ids`` = ``layers``, ``fc``, ``midlayer.*``, ``norm``, ``lm_head`` over a
+    random sorted subset of the vocabulary, ``d2t`` (offsets) and ``t2d``; ``fmt`` "bin" writes pytorch_model.bin.
+
+    Random weights with some of the target's: ``fc`` passes the high layer's state through, the attention reads
+    the embedding half with the target's first-layer projections, the MLP, final norm and LM head are the
+    target's, so drafts are sometimes right.
+    """
+    import json
+
+    from safetensors.torch import save_file
+
+    path.mkdir(parents=True, exist_ok=True)
+    c = hf_model.config
+    h, vocab = c.hidden_size, c.vocab_size
+    g = torch.Generator().manual_seed(seed)
+    keep = torch.randperm(vocab, generator=g)[: int(draft_fraction * vocab)].sort().values
+    cfg = c.to_dict()
+    cfg.update(num_hidden_layers=1, draft_vocab_size=keep.numel(), eagle_aux_hidden_state_layer_ids=list(layers),
+               architectures=["LlamaForCausalLMEagle3"])
+    (path / "config.json").write_text(json.dumps(cfg))
+    sd = {k: v.detach() for k, v in hf_model.state_dict().items()}
+    first, last = "model.layers.0.", f"model.layers.{c.num_hidden_layers - 1}."
+
+    def noise(*shape):
+        return scale * torch.randn(*shape, generator=g)
+
+    weights = {"fc.weight": torch.cat([noise(h, h), noise(h, h), torch.eye(h)], dim=1),
+               "midlayer.input_layernorm.weight": 1 + noise(h), "midlayer.hidden_norm.weight": 1 + noise(h),
+               "midlayer.post_attention_layernorm.weight": sd[last + "post_attention_layernorm.weight"],
+               "midlayer.self_attn.o_proj.weight": sd[first + "self_attn.o_proj.weight"],
+               "norm.weight": sd["model.norm.weight"], "lm_head.weight": sd["lm_head.weight"][keep],
+               "d2t": keep - torch.arange(keep.numel()),
+               "t2d": torch.zeros(vocab, dtype=torch.bool).index_fill(0, keep, True)}
+    for name in ("q_proj", "k_proj", "v_proj"):
+        w = sd[first + f"self_attn.{name}.weight"]
+        weights[f"midlayer.self_attn.{name}.weight"] = torch.cat([w, noise(*w.shape)], dim=1)
+    for name in ("gate_proj", "up_proj", "down_proj"):
+        weights[f"midlayer.mlp.{name}.weight"] = sd[last + f"mlp.{name}.weight"]
+    if own_embeddings:
+        weights["embed_tokens.weight"] = sd["model.embed_tokens.weight"]
+    weights = {k: v.clone().contiguous() for k, v in weights.items()}
+    if fmt == "bin":
+        torch.save(weights, path / "pytorch_model.bin")
+    else:
+        save_file(weights, path / "model.safetensors")
+    return path

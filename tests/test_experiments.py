@@ -50,7 +50,7 @@ def sweep(cfg) -> dict[str, list[str]]:
 
 
 def test_every_experiment_has_a_smoke_variant_and_names_its_source():
-    assert len(EXPERIMENTS) == 11
+    assert len(EXPERIMENTS) == 13
     for name in EXPERIMENTS:
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_"), name
@@ -126,6 +126,19 @@ def test_paper_settings(hydra_compose):
     assert (eagle.drafter.depth, eagle.drafter.tree_size) == (3, 24) and eagle.timing.replay_tau <= 4  # tau <= d + 1
     ar = hydra_compose("+experiment=hierspec_70b", "experiment/method=l3_70b_ar")
     assert ar.drafter.name == "none" and ar.timing.replay_tau == 1.0
+    c = hydra_compose("+experiment=eagle3", hydra_cfg=True)
+    assert sweep(c)["experiment/method"] == ["l3_70b_ar", "l31_8b_eg2_6_60", "l31_8b_eg3_8_60"]
+    assert (c.drafter.name, c.drafter.depth, c.drafter.topk, c.drafter.tree_size) == ("eagle3", 8, 10, 60)
+    assert c.model.source == "llama-3.1-8b-instruct" and c.model.shape_only and c.timing.replay_tau == 6.13
+    assert hydra_compose("+experiment=eagle3", "experiment/method=l31_8b_eg2_6_60").timing.replay_tau == 4.05
+    c = hydra_compose("+experiment=eagle3_70b", hydra_cfg=True)
+    assert sweep(c)["experiment/method"] == ["l3_70b_ar", "l33_70b_eg3_8_48", "l33_70b_hierspec3"]
+    assert (c.drafter.name, c.drafter.first_level, c.drafter.min_draft, c.drafter.inner_depth) == (
+        "hierspec", "eagle3", 6, 3)
+    assert c.model.source == "llama-3.3-70b-instruct" and c.drafter.model.source == "llama-3.1-8b-instruct"
+    assert c.quant.scheme == c.drafter.quant.scheme == "w4a16" and c.dataset.name == "spec_bench"
+    e3 = hydra_compose("+experiment=eagle3_70b", "experiment/method=l33_70b_eg3_8_48")
+    assert (e3.drafter.name, e3.drafter.tree_size, e3.timing.replay_tau) == ("eagle3", 48, 5.63)
     c = hydra_compose("+experiment=hierspec_sweep", hydra_cfg=True)
     assert sweep(c) == {"experiment/hs_d": ["d3", "d4", "d5", "d6"], "experiment/hs_d1": ["d1_3", "d1_4"]}
     d4 = hydra_compose("+experiment=hierspec_sweep", "experiment/hs_d=d4", "experiment/hs_d1=d1_4")
@@ -205,6 +218,8 @@ SMOKE_RUNS = [  # (experiment, extra overrides): every drafter and both acceptan
     ("compat_llama3_70b", []),
     ("eagle_configs", ["experiment/method=tiny_sp"]),
     ("drafting_time", ["experiment/method=tiny_eg2"]),
+    ("eagle3", []),
+    ("eagle3_70b", []),
     ("hierspec_70b", []),
     ("hierspec_sweep", []),
     ("quasar_table1", ["runtime.temperature=1.0"]),

@@ -33,6 +33,7 @@ def stack(tmp_path_factory):
 # small drafts keep 10,000 full SD steps per case affordable on two CPU cores
 SMALL = {"draft_model": {"num_tokens": 2}, "layer_skip": {"num_tokens": 2},
          "hierspec": {"min_draft": 2, "inner_depth": 1, "inner_tree_size": 3, "topk": 2}}
+SMALL["hierspec3"] = SMALL["hierspec"]
 
 
 def target_probs(stack, params):

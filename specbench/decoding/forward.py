@@ -108,7 +108,8 @@ class ForwardRunner:
         return staged
 
     def _replay(self, size: int, layers, inputs: tuple[torch.Tensor, ...]):
-        key = (size, None if layers is None else tuple(layers), len(inputs) == 2)
+        key = (size, None if layers is None else tuple(layers), len(inputs) == 2,
+               getattr(self.model, "feature_layers", ()))  # an EAGLE-3 drafter widens the target's output
         if key not in self._graphs:
             self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
         return self._graphs[key](*inputs)

@@ -1,4 +1,4 @@
-"""EAGLE-2 dynamic-tree drafting with an EAGLE head.
+"""EAGLE-2 dynamic-tree drafting with an EAGLE head (EAGLE-1/2's, or EAGLE-3's: ``eagle3``).
 
 Each step the head first consumes the (feature, next token) pairs the target just committed; its last
 output predicts the root's feature and, through the LM head, the root's children. Then ``depth - 1`` more
@@ -6,7 +6,8 @@ passes expand the tree: every pass feeds the ``topk`` best frontier nodes, each 
 ``topk`` best children, and the ``topk`` best of those k² children (by cumulative log-probability) form the
 next frontier. The candidate pool is k + (depth-1)·k²; the ``tree_size - 1`` candidates with the best
 cumulative log-probability are verified (``tree_size`` counts the root, as in SpecMQuant's flags). Top-k
-proposals are deterministic, so sampling verification treats them as point masses.
+proposals are deterministic, so sampling verification treats them as point masses. The head chooses the target
+states it reads (``DraftHead.features``) and maps its top-k ids to target ids (``DraftHead.target_ids``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from specbench.decoding.draft import Draft
 from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.graphs import GraphedCall
 from specbench.drafters.base import DraftContext, Drafter, register
-from specbench.drafters.eagle_head import EagleHead
+from specbench.drafters.eagle_head import DraftHead
 from specbench.model.kv_cache import causal_mask
 
 
 @register("eagle")
 class EagleDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, head: EagleHead, topk: int = 10, depth: int = 6, tree_size: int = 60):
+    def __init__(self, ctx: DraftContext, head: DraftHead, topk: int = 10, depth: int = 6, tree_size: int = 60):
         super().__init__(ctx)
         limit = ctx.target.runner.buckets[-1]
         if not 2 <= tree_size <= limit:
@@ -33,6 +34,7 @@ class EagleDrafter(Drafter):
         if topk < 1 or depth < 1:
             raise ValueError("eagle.topk and eagle.depth must be >= 1")
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
+        ctx.target.model.feature_layers = head.target_layers  # what the target's forwards return for the head
         target_runner = ctx.target.runner
         self.runner = ForwardRunner(head, target_runner.max_seq_len + depth * topk,
                                     cuda_graphs=target_runner.cuda_graphs, buckets=target_runner.buckets,
@@ -48,6 +50,7 @@ class EagleDrafter(Drafter):
         self.pairs, self.pending, self._root = 0, None, None
 
     def observe(self, tokens, hidden, start):
+        hidden = self.head.features(hidden)
         self.pairs = min(self.pairs, start)
         if self.pending is not None and self.pending[1] < start:  # keep the pending features before ``start``
             features, first = self.pending
@@ -123,7 +126,7 @@ class EagleDrafter(Drafter):
         fed_slots = pairs + fed_ids
         child_row = rows[:, None].expand(k, k).flatten()  # the frontier row of each of the k² children
         top = torch.log_softmax(logits_root.float(), -1).topk(k)
-        all_tokens, all_scores = top.indices, top.values
+        all_tokens, all_scores = self.head.target_ids(top.indices), top.values
         all_parents = torch.full((k,), -1, device=device)
         frontier = rows  # candidate ids fed in the next pass
         frontier_feat = h_root.expand(k, -1)
@@ -139,7 +142,7 @@ class EagleDrafter(Drafter):
             child = torch.log_softmax(self.head.logits(hidden), -1).topk(k)
             child_scores = (all_scores[frontier][:, None] + child.values).flatten()
             new_ids = all_scores.numel() + torch.arange(k * k, device=device)
-            all_tokens = torch.cat([all_tokens, child.indices.flatten()])
+            all_tokens = torch.cat([all_tokens, self.head.target_ids(child.indices.flatten())])
             all_scores = torch.cat([all_scores, child_scores])
             all_parents = torch.cat([all_parents, frontier[child_row]])
             best = child_scores.topk(k).indices

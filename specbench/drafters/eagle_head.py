@@ -28,7 +28,45 @@ class EagleHeadError(ValueError):
     """An EAGLE head that does not fit its target."""
 
 
-class EagleHead(nn.Module):
+class DraftHead(nn.Module):
+    """What EAGLE-1/2 and EAGLE-3 heads share: ``fc`` into one decoder layer over a one-layer KV cache.
+
+    Subclasses set ``config``, ``fc`` and ``inv_freq``, and implement ``forward`` (the native model's signature
+    plus ``features``) and ``logits``.
+    """
+
+    config: ModelConfig
+    fc: nn.Linear
+    inv_freq: torch.Tensor
+    cache: StaticKVCache | None = None
+    target_layers: tuple[int, ...] = ()  # decoder layers whose inputs the target returns for this head
+
+    def features(self, target_hidden: torch.Tensor) -> torch.Tensor:
+        """The features this head reads from the target's forward output [n, …] (final-norm states here)."""
+        return target_hidden
+
+    def setup_cache(self, max_seq_len: int) -> StaticKVCache:
+        c, w = self.config, self.fc.weight
+        self.cache = StaticKVCache(1, c.num_key_value_heads, c.head_dim, max_seq_len, w.dtype, w.device)
+        return self.cache
+
+    def rope(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        angles = positions.float()[:, None] * self.inv_freq[None, :]
+        angles = torch.cat((angles, angles), dim=-1)
+        return angles.cos().to(dtype), angles.sin().to(dtype)
+
+    def target_ids(self, ids: torch.Tensor) -> torch.Tensor:
+        """Target-vocabulary ids of the head's vocabulary ids (the same vocabulary here)."""
+        return ids
+
+    def placed(self, device: torch.device, dtype: torch.dtype):
+        """This head on ``device`` in ``dtype``, frozen, its rotary frequencies kept in float32."""
+        head = self.to(device=device, dtype=dtype).eval().requires_grad_(False)
+        head.inv_freq = rope_inv_freq(self.config).to(device)
+        return head
+
+
+class EagleHead(DraftHead):
     """EAGLE head bound to a target; ``forward`` follows the native model's signature plus ``features``."""
 
     def __init__(self, config: ModelConfig, target: Transformer, *, bias: bool = True, rotated: bool = False):
@@ -44,28 +82,21 @@ class EagleHead(nn.Module):
         self.embed_tokens = target.model.embed_tokens
         self.lm_head = target.lm_head
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
-        self.cache: StaticKVCache | None = None
-
-    def setup_cache(self, max_seq_len: int) -> StaticKVCache:
-        c, w = self.config, self.fc.weight
-        self.cache = StaticKVCache(1, c.num_key_value_heads, c.head_dim, max_seq_len, w.dtype, w.device)
-        return self.cache
 
     def forward(self, input_ids, positions, slots, mask, layers=None, *, features):
         """``features`` [1, n, h] are target features (or the head's own outputs inside a draft tree)."""
         if self.rms_norm_rotation is not None:
             features = self.rms_norm_rotation(features)
         x = self.fc(torch.cat([self.embed_tokens(input_ids), features.to(self.fc.weight.dtype)], dim=-1))
-        angles = positions.float()[:, None] * self.inv_freq[None, :]
-        angles = torch.cat((angles, angles), dim=-1)
-        cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+        cos, sin = self.rope(positions, x.dtype)
         return self.layers[0](x, cos, sin, self.cache, slots, mask)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()
 
 
-def _read_weights(directory: Path) -> dict[str, torch.Tensor]:
+def read_head_weights(directory: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a head folder: its ``*.safetensors``, else its ``*.bin`` (weights-only unpickling)."""
     files = sorted(directory.glob("*.safetensors"))
     if files:
         from safetensors.torch import load_file
@@ -89,7 +120,7 @@ def load_eagle_head(source: str, target: Transformer, *, target_rotated: bool = 
     raw = json.loads((directory / "config.json").read_text())
     raw.setdefault("model_type", "llama")
     config = ModelConfig.from_hf(raw, num_hidden_layers=1)
-    weights = {k.removeprefix("model."): v for k, v in _read_weights(directory).items()}
+    weights = {k.removeprefix("model."): v for k, v in read_head_weights(directory).items()}
     rotated = "rms_norm_rotation.weight" in weights
     t = target.config
     fc = weights.get("fc.weight")
@@ -119,9 +150,7 @@ def load_eagle_head(source: str, target: Transformer, *, target_rotated: bool = 
     missing = [k for k in missing if k.startswith(("fc.", "layers.0.", "rms_norm_rotation."))]
     if missing or unexpected:
         raise EagleHeadError(f"EAGLE head {source}: missing {missing}, unexpected {unexpected}")
-    head = head.to(device=device, dtype=dtype).eval().requires_grad_(False)
-    head.inv_freq = rope_inv_freq(config).to(device)
-    return head
+    return head.placed(device, dtype)
 
 
 def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
@@ -132,6 +161,4 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     with torch.no_grad():
         for own in (head.fc, head.layers):  # not the target's embeddings and LM head it shares
             fill_random(own, generator)
-    head = head.to(device=weight.device, dtype=weight.dtype).eval().requires_grad_(False)
-    head.inv_freq = rope_inv_freq(head.config).to(weight.device)
-    return head
+    return head.placed(weight.device, weight.dtype)

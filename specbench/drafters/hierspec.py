@@ -5,6 +5,8 @@ Llama-3-8B), which verifies it and commits a path plus its bonus token; rounds r
 holds at least ``min_draft`` tokens, and the target verifies that sequence in one forward. At T > 0 the
 intermediate's committed tokens are samples of its own distribution, which is recorded as the draft
 distribution for the target's rejection sampling. The intermediate's prefill is timed as drafter prefill.
+The head is an EAGLE-1/2 head, or an EAGLE-3 head (SpecMQuant §4.4), which reads the intermediate's three
+feature layers; either drives EAGLE-2's dynamic tree.
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ from specbench.decoding.session import ModelSession
 from specbench.drafters.base import DraftContext, Drafter, register
 from specbench.drafters.draft_model import check_same_vocab
 from specbench.drafters.eagle import EagleDrafter
-from specbench.drafters.eagle_head import EagleHead
+from specbench.drafters.eagle_head import DraftHead
 
 
 @register("hierspec")
 class HierSpecDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, session: ModelSession, head: EagleHead, min_draft: int = 6,
+    def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int = 6,
                  inner_depth: int = 3, inner_tree_size: int = 30, topk: int = 10):
         super().__init__(ctx)
         check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size, "intermediate model")
@@ -71,4 +73,5 @@ class HierSpecDrafter(Drafter):
     def describe(self):
         inner = self.inner.describe()
         return {"drafter": self.name, "hierspec_min_draft": self.min_draft, "hierspec_inner_depth": inner["eagle_depth"],
+                "hierspec_head": "eagle3" if self.inner.head.target_layers else "eagle",  # the first level
                 "hierspec_inner_tree_size": inner["eagle_tree_size"], "eagle_topk": inner["eagle_topk"]}

@@ -162,6 +162,7 @@ class Transformer(nn.Module):
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
         self.cache: StaticKVCache | None = None
         self.rotated = False
+        self.feature_layers: tuple[int, ...] = ()  # see ``forward``; set by an EAGLE-3 drafter of this model
 
     def setup_cache(self, max_seq_len: int, dtype: torch.dtype | None = None) -> StaticKVCache:
         """Preallocate the KV cache for ``max_seq_len`` slots (prompt, generation and the largest verify)."""
@@ -189,19 +190,28 @@ class Transformer(nn.Module):
         """Run ``input_ids`` [1, n] at rope ``positions`` [n], writing K/V to cache ``slots`` [n].
 
         ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot. ``layers`` runs only
-        those decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden].
+        those decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden]; with
+        ``feature_layers`` set, [1, n, hidden * (1 + len(feature_layers))]: the final-norm states followed by the
+        input of each listed decoder layer (the residual stream there), in the listed order, as one output of
+        the same forward (``logits`` reads the first ``hidden`` columns).
         """
         if self.cache is None:
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
+        if layers is not None and self.feature_layers:
+            raise RuntimeError("a layer-skipped forward cannot return the feature_layers' hidden states")
         cos, sin = self.rope(positions)
         x = self.model.embed_tokens(input_ids)
         blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]
-        for layer in blocks:
+        inputs = {}
+        for i, layer in enumerate(blocks):
+            if i in self.feature_layers:
+                inputs[i] = x
             x = layer(x, cos, sin, self.cache, slots, mask)
-        return self.model.norm(x)
+        x = self.model.norm(x)
+        return torch.cat([x] + [inputs[i] for i in self.feature_layers], dim=-1) if self.feature_layers else x
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.lm_head(hidden).float()
+        return self.lm_head(hidden[..., : self.config.hidden_size]).float()
 
     @torch.no_grad()
     def fuse_projections(self) -> int:

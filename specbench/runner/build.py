@@ -10,6 +10,7 @@ from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 from specbench.drafters import DraftContext, build_drafter
+from specbench.drafters.eagle3_head import load_eagle3_head, random_eagle3_head
 from specbench.drafters.eagle_head import load_eagle_head, random_eagle_head
 from specbench.model import Transformer, load_hf_config, load_model
 from specbench.model.loading import TOKENIZER_PATTERNS, ModelSourceError, resolve_checkpoint
@@ -69,10 +70,10 @@ def sampling_params(runtime: DictConfig) -> SamplingParams:
     return SamplingParams(runtime.temperature, runtime.top_p, runtime.top_k)
 
 
-def _head(drafter_cfg: DictConfig, model: Transformer, seed: int):
+def _head(drafter_cfg: DictConfig, model: Transformer, seed: int, eagle3: bool):
     if drafter_cfg.head == "random":  # shape-only timing: a head of the right shapes with random weights
-        return random_eagle_head(model, seed)
-    return load_eagle_head(drafter_cfg.head, model, target_rotated=model.rotated)
+        return (random_eagle3_head if eagle3 else random_eagle_head)(model, seed)
+    return (load_eagle3_head if eagle3 else load_eagle_head)(drafter_cfg.head, model, target_rotated=model.rotated)
 
 
 def make_drafter(drafter_cfg: DictConfig, target: ModelSession, cfg: DictConfig, generator: torch.Generator,
@@ -80,16 +81,18 @@ def make_drafter(drafter_cfg: DictConfig, target: ModelSession, cfg: DictConfig,
     """Build the drafter ``drafter_cfg`` (a node of conf/drafter/) against ``target``."""
     ctx = DraftContext(target, sampling_params(cfg.runtime), generator, acceptor)
     settings = {k: v for k, v in OmegaConf.to_container(drafter_cfg, resolve=True).items()
-                if k not in ("name", "model", "quant", "head", "label")}
+                if k not in ("name", "model", "quant", "head", "first_level", "label")}
     name = drafter_cfg.name
+    if name == "hierspec" and drafter_cfg.get("first_level", "eagle") not in ("eagle", "eagle3"):
+        raise ValueError(f"drafter.first_level={drafter_cfg.first_level!r}: use eagle or eagle3")
     if name in ("draft_model", "hierspec"):
         second = build_model(drafter_cfg.model, drafter_cfg.get("quant") or OmegaConf.create({"scheme": "none",
                              "backend": "reference", "rotated": False}), cfg.runtime)
         settings["session"] = session_for(second, cfg)
         if name == "hierspec":
-            settings["head"] = _head(drafter_cfg, second, cfg.runtime.seed)
-    elif name == "eagle":
-        settings["head"] = _head(drafter_cfg, target.model, cfg.runtime.seed)
+            settings["head"] = _head(drafter_cfg, second, cfg.runtime.seed, drafter_cfg.get("first_level") == "eagle3")
+    elif name in ("eagle", "eagle3"):
+        settings["head"] = _head(drafter_cfg, target.model, cfg.runtime.seed, name == "eagle3")
     return build_drafter(name, ctx, **settings)
 
 
