@@ -80,7 +80,7 @@ class Attention(nn.Module):
         self.q_proj = nn.Linear(h, self.n_heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=config.o_proj_bias)
         if config.qk_norm:
             self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
@@ -112,11 +112,11 @@ class MLP(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        h, i = config.hidden_size, config.intermediate_size
-        self.gate_proj = nn.Linear(h, i, bias=False)
-        self.up_proj = nn.Linear(h, i, bias=False)
-        self.down_proj = nn.Linear(i, h, bias=False)
-        self.fused: tuple[torch.Tensor, None] | None = None  # stacked gate/up (Transformer.fuse_projections)
+        h, i, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
+        self.gate_proj = nn.Linear(h, i, bias=bias)
+        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.down_proj = nn.Linear(i, h, bias=bias)
+        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # stacked gate/up (Transformer.fuse_projections)
 
     def forward(self, x):
         if self.fused is None:
@@ -188,11 +188,16 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """Run ``input_ids`` [1, n] at rope ``positions`` [n], writing K/V to cache ``slots`` [n].
 
-        ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot. ``layers`` runs only
-        those decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden].
+        ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot; a sliding window
+        (Mistral) narrows it by the rope positions the cache records per slot. ``layers`` runs only those
+        decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden].
         """
         if self.cache is None:
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
+        self.cache.positions[slots] = positions
+        window = self.config.sliding_window
+        if window is not None:
+            mask = mask & (self.cache.positions > positions[:, None] - window)
         cos, sin = self.rope(positions)
         x = self.model.embed_tokens(input_ids)
         blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]
