@@ -32,9 +32,10 @@ class ModelSourceError(ValueError):
 class GroupQuantizer(Protocol):
     """Called on each module group after its 16-bit tensors are in place.
 
-    ``extra`` holds the checkpoint tensors of the group that matched no dense parameter (e.g. GPTQ's
-    ``qweight``/``qzeros``/``scales``); ``missing`` the dense parameter names the checkpoint lacked. The
-    quantizer swaps linears in place and returns the names from ``missing`` it has now provided.
+    ``extra`` holds the checkpoint tensors of the group that filled no dense parameter (e.g. GPTQ's
+    ``qweight``/``qzeros``/``scales``, or int8/fp8 ``weight`` codes); ``missing`` the dense parameter names
+    left unfilled. The quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns
+    the names from ``missing`` it has now provided; whatever is left in ``extra`` stops the load.
     """
 
     def __call__(self, group: nn.Module, prefix: str, extra: dict[str, torch.Tensor], missing: set[str]) -> set[str]: ...
@@ -174,8 +175,8 @@ def _check_consumed(checkpoint: Path, prefix: str, missing: set[str], extra: dic
         )
 
 
-def _check_tied_head(reader: CheckpointReader, model: Transformer) -> None:
-    """Raise if tensors outside every module group remain (a tied head's copy must equal the embeddings)."""
+def _check_all_read(reader: CheckpointReader, model: Transformer) -> None:
+    """Raise if tensors outside every module group were never read (a tied head's copy must equal the embeddings)."""
     if model.config.tie_word_embeddings and "lm_head.weight" in reader.unread:
         head = reader.tensors("lm_head.")
         if set(head) != {"weight"} or not torch.equal(head["weight"].to(model.model.embed_tokens.weight),
@@ -215,7 +216,7 @@ def build_model(
             missing -= quantizer(group, prefix, extra, missing)
         _check_consumed(checkpoint, prefix, missing, extra)
     if reader is not None:
-        _check_tied_head(reader, model)
+        _check_all_read(reader, model)
     if config.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
         if quantizer is not None:
