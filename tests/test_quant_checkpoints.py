@@ -220,6 +220,17 @@ def test_runner_default_quant_none_refuses_a_w8a8_checkpoint(tmp_path):
         build_model(model_cfg, OmegaConf.create({"scheme": "none"}), runtime)
 
 
+def test_unsupported_quantization_config_stops_a_quant_none_load(tmp_path):
+    """transformers' block-fp8 format (quant_method "fp8") is not read: quant=none stops, naming it."""
+    path = tmp_path / "fp8"
+    tiny_hf_model("llama", **SHAPE).save_pretrained(path)
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(QuantConfigError, match="quant_method 'fp8' is not supported"):
+        load_model(str(path), dtype=torch.float32)
+
+
 def test_mistyped_tensors_of_a_layout_are_refused(tmp_path):
     def make(gen, n, k):  # GPTQ scales stored as int32: read as is they would scale by integers
         q, z, s, g_idx, w = random_int4(n, k, 32, gen, asym=False)
