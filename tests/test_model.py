@@ -6,9 +6,21 @@ import pytest
 import torch
 
 from specbench.model import ModelConfig, UnsupportedModelError, causal_mask, load_hf_config, load_model, tree_mask
-from tests.conftest import tiny_hf_model
+from tests.conftest import tiny_hf_config, tiny_hf_model
 
-ARCHS = ["llama", "llama3", "qwen2", "qwen3", "mistral"]
+# (transformers model_type, config changes): every architecture, and each optional field the decoder implements
+ARCHS = {
+    "llama": ("llama", {}),
+    "llama3": ("llama3", {}),
+    "qwen2": ("qwen2", {}),
+    "qwen3": ("qwen3", {}),
+    "qwen3-bias": ("qwen3", {"attention_bias": True}),
+    "mistral": ("mistral", {}),
+    "llama-attention-bias": ("llama", {"attention_bias": True}),
+    "llama-mlp-bias": ("llama", {"mlp_bias": True}),
+    "llama-tied": ("llama", {"tie_word_embeddings": True}),
+    "mistral-sliding-window": ("mistral", {"sliding_window": 4}),  # 12 tokens: the window cuts most of them
+}
 
 
 def run_prefill(model, ids):
@@ -21,7 +33,8 @@ def run_prefill(model, ids):
 
 @pytest.mark.parametrize("arch", ARCHS)
 def test_prefill_and_cached_decode_match_transformers(arch, save_hf):
-    hf = tiny_hf_model(arch)
+    model_type, changes = ARCHS[arch]
+    hf = tiny_hf_model(model_type, **changes)
     ours = load_model(str(save_hf(hf)), dtype=torch.float32)
     ids = torch.randint(0, 96, (1, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -47,9 +60,11 @@ def test_bf16_logits_within_stated_tolerance(save_hf):
     assert (got.argmax(-1) == ref.argmax(-1)).float().mean() > 0.9
 
 
-def test_tree_verify_equals_sequential_paths(save_hf):
+@pytest.mark.parametrize("arch", ["qwen3", "mistral-sliding-window"])
+def test_tree_verify_equals_sequential_paths(save_hf, arch):
     """Each node's logits under a tree mask equal those of its root-to-node path run causally."""
-    hf = tiny_hf_model("qwen3")
+    model_type, changes = ARCHS[arch]
+    hf = tiny_hf_model(model_type, **changes)
     model = load_model(str(save_hf(hf)), dtype=torch.float32)
     prompt = torch.randint(0, 96, (1, 6), generator=torch.Generator().manual_seed(3))
     parents = [-1, 0, 0, 1, 1, 2]  # node 0 is the root
@@ -111,6 +126,86 @@ def test_shape_only_llama3_8b_matches_real_parameter_counts():
     assert model.config.parameter_count()["per_layer"] == layer
     full = ModelConfig.from_hf(load_hf_config("llama-3-8b-instruct"))
     assert full.parameter_count()["total"] == 8_030_261_248
+
+
+# fields the decoder does not implement: transformers computes something else, the decoder refuses by name
+REFUSED = {
+    "hidden_act": ("llama", {"hidden_act": "gelu"}),
+    "use_sliding_window": ("qwen2", {"use_sliding_window": True, "sliding_window": 4, "max_window_layers": 1}),
+}
+
+
+@pytest.mark.parametrize("field", REFUSED)
+def test_unimplemented_config_fields_are_refused_by_name(field, save_hf):
+    model_type, changes = REFUSED[field]
+    hf = tiny_hf_model(model_type, **changes)
+    plain = tiny_hf_model(model_type)
+    ids = torch.randint(0, 96, (1, 12), generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        assert not torch.allclose(hf(ids).logits, plain(ids).logits, atol=1e-3)  # the field matters
+    with pytest.raises(UnsupportedModelError, match=f"config field {field}="):
+        load_model(str(save_hf(hf)), dtype=torch.float32)
+
+
+def test_partial_rotary_factor_is_refused_by_name():
+    cfg = {**tiny_hf_config("llama").to_dict(), "partial_rotary_factor": 0.5}
+    with pytest.raises(UnsupportedModelError, match="partial_rotary_factor=0.5"):
+        ModelConfig.from_hf(cfg)
+
+
+def _rewrite(path, config_changes=None, tensors=None, drop=()):
+    """Edit a saved checkpoint: config.json fields (None deletes), tensors added or replaced, keys dropped."""
+    import json
+
+    from safetensors.torch import load_file, save_file
+
+    config = json.loads((path / "config.json").read_text())
+    for key, value in (config_changes or {}).items():
+        config.pop(key, None) if value is None else config.__setitem__(key, value)
+    (path / "config.json").write_text(json.dumps(config))
+    state = {}
+    for f in path.glob("*.safetensors"):
+        state.update(load_file(f))
+        f.unlink()
+    (path / "model.safetensors.index.json").unlink(missing_ok=True)
+    state = {k: v for k, v in {**state, **(tensors or {})}.items() if k not in drop}
+    save_file(state, path / "model.safetensors")
+    return path
+
+
+def test_unused_checkpoint_tensors_stop_the_load(save_hf):
+    from specbench.model import ModelSourceError
+
+    # a bias-carrying Llama whose config lost attention_bias: its biases would be dropped silently
+    path = _rewrite(save_hf(tiny_hf_model("llama", attention_bias=True)), {"attention_bias": None})
+    with pytest.raises(ModelSourceError, match="model.layers.0.self_attn.o_proj.bias"):
+        load_model(str(path), dtype=torch.float32)
+    # a tensor outside every module group
+    path = _rewrite(save_hf(tiny_hf_model("llama"), "extra"), tensors={"model.extra_proj.weight": torch.ones(2)})
+    with pytest.raises(ModelSourceError, match="model.extra_proj.weight"):
+        load_model(str(path), dtype=torch.float32)
+
+
+def test_tied_head_copy_must_equal_the_embeddings(save_hf):
+    from specbench.model import ModelSourceError
+
+    hf = tiny_hf_model("llama", tie_word_embeddings=True)
+    embed = hf.model.embed_tokens.weight.detach()
+    same = _rewrite(save_hf(hf), tensors={"lm_head.weight": embed.clone()})
+    assert load_model(str(same), dtype=torch.float32).lm_head.weight is not None
+    other = _rewrite(save_hf(hf, "other"), tensors={"lm_head.weight": embed + 1})
+    with pytest.raises(ModelSourceError, match="tie_word_embeddings"):
+        load_model(str(other), dtype=torch.float32)
+
+
+def test_integer_tensors_are_never_read_as_float_weights(save_hf):
+    from specbench.model import ModelSourceError
+
+    path = save_hf(tiny_hf_model("llama"))
+    codes = torch.ones(64, 64, dtype=torch.int8)
+    _rewrite(path, tensors={"model.layers.1.self_attn.q_proj.weight": codes})
+    with pytest.raises(ModelSourceError, match=r"model.layers.1.self_attn.q_proj.weight \(torch.int8\).*quant=auto"):
+        load_model(str(path), dtype=torch.float32)
 
 
 def test_unsupported_architecture_is_refused_clearly():

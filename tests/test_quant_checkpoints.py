@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from specbench.model import load_model
+from specbench.model import ModelSourceError, load_model
 from specbench.quantization import QuantConfigError, QuantLinear, build_quantizer, describe
 from specbench.quantization.formats import pack_int32
 from tests.conftest import tiny_hf_model
@@ -99,6 +99,15 @@ def write_checkpoint(tmp_path, quant_config, make, seed=0):
 
 
 def load_and_compare(path, config, expected, backend="reference"):
+    """Load with quant=auto and compare every linear with its dequantized reference; quant=none and a
+    mismatching scheme must stop, naming the format and the setting to use."""
+    method = config["quantization_config"]["quant_method"]
+    with pytest.raises(ModelSourceError, match=f"{method} checkpoint .*Set quant=auto"):
+        load_model(str(path), dtype=torch.float32)
+    schemes = build_quantizer("auto", backend, config).info()["scheme"]
+    wrong = "w8a8_fp8" if schemes == "w8a8_int8" else "w8a8_int8"
+    with pytest.raises(QuantConfigError, match=f"is {method} {schemes}, not {wrong}; use scheme 'auto'"):
+        build_quantizer(wrong, backend, config)
     model = load_model(str(path), dtype=torch.float32, quantizer=build_quantizer("auto", backend, config))
     for name, weight in expected.items():
         layer = model.get_submodule(name)
@@ -183,6 +192,53 @@ def test_compressed_tensors_w8a8(tmp_path, kind):
     cfg = {"quant_method": "compressed-tensors", "format": fmt, "config_groups": {"group_0": group}, "ignore": ["lm_head"]}
     model = load_and_compare(*write_checkpoint(tmp_path, cfg, make))
     assert describe(model)["summary"]["quant_scheme"] == ("w8a8_int8" if kind == "int" else "w8a8_fp8")
+
+
+def test_runner_default_quant_none_refuses_a_w8a8_checkpoint(tmp_path):
+    """The runner's default (quant=none) on an int8 checkpoint stops instead of reading codes as weights;
+    the same folder with its quantization_config removed stops at the int8 tensors' dtype."""
+    from omegaconf import OmegaConf
+
+    from specbench.runner.build import build_model
+
+    def make(gen, n, k):
+        codes = torch.randint(-127, 128, (n, k), generator=gen, dtype=torch.int8)
+        return {"weight": codes, "weight_scale": torch.full((n, 1), 0.01)}, None
+
+    args = {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False}
+    group = {"targets": ["Linear"], "weights": args, "input_activations": {**args, "strategy": "token", "dynamic": True}}
+    cfg = {"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": group},
+           "ignore": ["lm_head"]}
+    path, config, _ = write_checkpoint(tmp_path, cfg, make)
+    model_cfg = OmegaConf.create({"source": str(path), "shape_only": False, "overrides": {}})
+    runtime = OmegaConf.create({"device": "cpu", "dtype": "float32", "seed": 0})
+    with pytest.raises(ModelSourceError, match="compressed-tensors checkpoint \\(w8a8_int8\\).*quant=auto"):
+        build_model(model_cfg, OmegaConf.create({"scheme": "none"}), runtime)
+    del config["quantization_config"]
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelSourceError, match="q_proj.weight \\(torch.int8\\)"):
+        build_model(model_cfg, OmegaConf.create({"scheme": "none"}), runtime)
+
+
+def test_unsupported_quantization_config_stops_a_quant_none_load(tmp_path):
+    """transformers' block-fp8 format (quant_method "fp8") is not read: quant=none stops, naming it."""
+    path = tmp_path / "fp8"
+    tiny_hf_model("llama", **SHAPE).save_pretrained(path)
+    config = json.loads((path / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    (path / "config.json").write_text(json.dumps(config))
+    with pytest.raises(QuantConfigError, match="quant_method 'fp8' is not supported"):
+        load_model(str(path), dtype=torch.float32)
+
+
+def test_mistyped_tensors_of_a_layout_are_refused(tmp_path):
+    def make(gen, n, k):  # GPTQ scales stored as int32: read as is they would scale by integers
+        q, z, s, g_idx, w = random_int4(n, k, 32, gen, asym=False)
+        return {**gptq_tensors(q, z, s, g_idx), "scales": s.t().int().contiguous()}, w
+
+    path, config, _ = write_checkpoint(tmp_path, {"quant_method": "gptq", "bits": 4, "group_size": 32}, make)
+    with pytest.raises(QuantConfigError, match="scales has dtype torch.int32"):
+        load_model(str(path), dtype=torch.float32, quantizer=build_quantizer("auto", "reference", config))
 
 
 def test_packing_known_answers():

@@ -16,6 +16,7 @@ import torch
 from typing import Callable
 
 from specbench.decoding.acceptance import Acceptance, accept
+from specbench.decoding.draft import Draft
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 from specbench.drafters.base import Drafter
@@ -41,6 +42,30 @@ class Generation:
     @property
     def tau(self) -> float:
         return sum(self.accept_lengths) / self.steps if self.steps else 1.0
+
+
+def speculative_step(
+    target: ModelSession,
+    drafter: Drafter,
+    tokens: list[int],
+    sampling: SamplingParams,
+    generator: torch.Generator | None,
+    timer: PhaseTimer,
+    acceptor: Callable[..., Acceptance] = accept,
+) -> tuple[Draft, Acceptance]:
+    """Draft after ``tokens``, verify, accept, and commit to target and drafter; appends to ``tokens``."""
+    room = target.runner.max_seq_len - target.length - 1
+    with timer.phase("draft"):
+        draft = drafter.propose(tokens, room)
+    with timer.phase("verify"):
+        logits, hidden = target.verify(tokens[-1], draft)
+    with timer.phase("accept"):
+        result = acceptor(draft, logits, sampling, generator)
+        start = target.length
+        target.commit(result.nodes)
+        tokens += result.tokens
+        drafter.observe(tokens, hidden[[0] + [i + 1 for i in result.nodes]], start)
+    return draft, result
 
 
 @torch.inference_mode()
@@ -76,21 +101,11 @@ def generate(
     t1 = time.perf_counter()
     while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
         timer.next_step()
-        room = target.runner.max_seq_len - target.length - 1
-        with timer.phase("draft"):
-            draft = drafter.propose(tokens, room)
-        with timer.phase("verify"):
-            logits, hidden = target.verify(tokens[-1], draft)
-        with timer.phase("accept"):
-            result = acceptor(draft, logits, sampling, generator)
-            start = target.length
-            target.commit(result.nodes)
-            new = result.tokens[: max_new_tokens - len(out.tokens)]
-            stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
-            if stop_at is not None:
-                new, out.stop_reason = new[: stop_at + 1], "eos"
-            tokens += result.tokens
-            drafter.observe(tokens, hidden[[0] + [i + 1 for i in result.nodes]], start)
+        draft, result = speculative_step(target, drafter, tokens, sampling, generator, timer, acceptor)
+        new = result.tokens[: max_new_tokens - len(out.tokens)]
+        stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
+        if stop_at is not None:
+            new, out.stop_reason = new[: stop_at + 1], "eos"
         out.tokens += new
         out.accept_lengths.append(len(new))
         out.drafted.append(len(draft))

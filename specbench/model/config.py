@@ -18,6 +18,31 @@ class UnsupportedModelError(ValueError):
     """A checkpoint whose architecture or settings the native decoder cannot run."""
 
 
+# Fields that change the computation, with the values the native decoder implements (None: absent or null).
+# Biases, sliding window (Mistral), rope scaling, head_dim, q/k norm and tied embeddings are read in ``from_hf``.
+IMPLEMENTED_VALUES = {
+    "hidden_act": ("silu", None),
+    "partial_rotary_factor": (1, 1.0, None),
+    "use_sliding_window": (False, None),  # Qwen2/Qwen3: sliding window on the upper layers only
+}
+
+
+def _refuse_unimplemented(cfg: dict[str, Any], model_type: str) -> None:
+    """Raise naming the first config field whose value the native decoder would silently ignore."""
+    values = {**(cfg.get("rope_parameters") or {}), **cfg}
+    for name, allowed in IMPLEMENTED_VALUES.items():
+        if values.get(name) not in allowed:
+            raise UnsupportedModelError(
+                f"config field {name}={values[name]!r} is not implemented by specbench's decoder (it supports "
+                f"{name} in {[v for v in allowed if v is not None]} or absent); the logits would differ from "
+                "transformers'. Use a checkpoint without it."
+            )
+    kinds = set(cfg.get("layer_types") or ["full_attention"])
+    if kinds != {"full_attention"} and not (model_type == "mistral" and kinds == {"sliding_attention"}):
+        raise UnsupportedModelError(f"config field layer_types={sorted(kinds)} is not implemented (only "
+                                    "'full_attention' layers, or Mistral's sliding window on every layer)")
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     """The subset of a Hugging Face decoder config that shapes the native model."""
@@ -34,7 +59,10 @@ class ModelConfig:
     rope_theta: float = 10000.0
     rope_scaling: dict[str, Any] | None = None
     max_position_embeddings: int = 8192
-    attention_bias: bool = False
+    attention_bias: bool = False  # biases on q/k/v
+    o_proj_bias: bool = False
+    mlp_bias: bool = False
+    sliding_window: int | None = None  # a query sees only keys fewer than this many positions back
     qk_norm: bool = False
     tie_word_embeddings: bool = False
     bos_token_id: int | None = None
@@ -61,6 +89,7 @@ class ModelConfig:
                 raise UnsupportedModelError(
                     f"rope_scaling type {kind!r} is not supported; supported: default, linear, llama3"
                 )
+        _refuse_unimplemented(cfg, model_type)
         heads = cfg["num_attention_heads"]
         eos = cfg.get("eos_token_id")
         eos_ids = tuple(eos) if isinstance(eos, list) else (() if eos is None else (eos,))
@@ -77,7 +106,10 @@ class ModelConfig:
             rope_theta=cfg.get("rope_theta", rope_params.get("rope_theta", 10000.0)),
             rope_scaling=rope_scaling,
             max_position_embeddings=cfg.get("max_position_embeddings", 8192),
-            attention_bias=cfg.get("attention_bias", model_type == "qwen2"),
+            attention_bias=model_type == "qwen2" or bool(cfg.get("attention_bias")) and model_type != "mistral",
+            o_proj_bias=model_type in ("llama", "qwen3") and bool(cfg.get("attention_bias")),
+            mlp_bias=model_type == "llama" and bool(cfg.get("mlp_bias")),
+            sliding_window=cfg.get("sliding_window") if model_type == "mistral" else None,
             qk_norm=model_type == "qwen3",
             tie_word_embeddings=cfg.get("tie_word_embeddings", False),
             bos_token_id=cfg.get("bos_token_id"),
@@ -101,8 +133,11 @@ class ModelConfig:
         attn = h * q + 2 * h * kv + q * h
         if self.attention_bias:
             attn += q + 2 * kv
+        if self.o_proj_bias:
+            attn += h
+        mlp = 3 * h * self.intermediate_size + (2 * self.intermediate_size + h if self.mlp_bias else 0)
         norms = 2 * h + (2 * self.head_dim if self.qk_norm else 0)
-        per_layer = attn + 3 * h * self.intermediate_size + norms
+        per_layer = attn + mlp + norms
         embed = self.vocab_size * h
         head = 0 if self.tie_word_embeddings else self.vocab_size * h
         total = per_layer * self.num_hidden_layers + embed + head + h

@@ -6,7 +6,8 @@ import torch
 
 
 class StaticKVCache:
-    """Keys and values of every layer in one tensor ``kv`` [2, layers, 1, kv_heads, max_seq_len, head_dim].
+    """Keys and values of every layer in one tensor ``kv`` [2, layers, 1, kv_heads, max_seq_len, head_dim],
+    and the rope position of each slot's token in ``positions`` [max_seq_len] (for sliding-window masks).
 
     The model writes K/V at explicit slots; ``keep`` moves an accepted subset of freshly written slots down
     to contiguous slots after the committed prefix (KV compaction after a tree or sequence verify). One tensor
@@ -15,6 +16,7 @@ class StaticKVCache:
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, max_seq_len: int, dtype, device):
         self.kv = torch.zeros((2, layers, 1, kv_heads, max_seq_len, head_dim), dtype=dtype, device=device)
+        self.positions = torch.zeros(max_seq_len, dtype=torch.long, device=device)
         self.max_seq_len = max_seq_len
         self.layer_index = torch.arange(layers, device=device)
         self.kv_index = torch.arange(2, device=device)[:, None]
@@ -39,6 +41,7 @@ class StaticKVCache:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""
         dst = torch.arange(dst_start, dst_start + src_slots.numel(), device=src_slots.device)
         self.kv.index_copy_(4, dst, self.kv.index_select(4, src_slots))
+        self.positions.index_copy_(0, dst, self.positions.index_select(0, src_slots))
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:

@@ -19,6 +19,8 @@ from specbench.model.config import ModelConfig
 from specbench.model.registry import known_model, shipped_path
 from specbench.model.transformer import Transformer, rope_inv_freq
 
+FLOAT_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
+IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # a cached buffer in older Llama checkpoints, recomputed from config
 WEIGHT_PATTERNS = ["*.json", "*.safetensors", "tokenizer*", "*.model", "*.txt", "*.jinja"]
 TOKENIZER_PATTERNS = ["*.json", "tokenizer*", "*.model", "*.txt", "*.jinja"]
 
@@ -30,9 +32,10 @@ class ModelSourceError(ValueError):
 class GroupQuantizer(Protocol):
     """Called on each module group after its 16-bit tensors are in place.
 
-    ``extra`` holds the checkpoint tensors of the group that matched no dense parameter (e.g. GPTQ's
-    ``qweight``/``qzeros``/``scales``); ``missing`` the dense parameter names the checkpoint lacked. The
-    quantizer swaps linears in place and returns the names from ``missing`` it has now provided.
+    ``extra`` holds the checkpoint tensors of the group that filled no dense parameter (e.g. GPTQ's
+    ``qweight``/``qzeros``/``scales``, or int8/fp8 ``weight`` codes); ``missing`` the dense parameter names
+    left unfilled. The quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns
+    the names from ``missing`` it has now provided; whatever is left in ``extra`` stops the load.
     """
 
     def __call__(self, group: nn.Module, prefix: str, extra: dict[str, torch.Tensor], missing: set[str]) -> set[str]: ...
@@ -98,6 +101,7 @@ class CheckpointReader:
                     weight_map.update(dict.fromkeys(handle.keys(), f.name))
         self.directory = directory
         self.weight_map = weight_map
+        self.unread = set(weight_map)
 
     def tensors(self, prefix: str) -> dict[str, torch.Tensor]:
         """All tensors whose key starts with ``prefix``, keyed by the rest of the name."""
@@ -107,6 +111,7 @@ class CheckpointReader:
         for key, file in self.weight_map.items():
             if key.startswith(prefix):
                 by_file.setdefault(file, []).append(key)
+                self.unread.discard(key)
         out = {}
         for file, keys in by_file.items():
             with safe_open(self.directory / file, "pt") as handle:
@@ -136,10 +141,12 @@ def fill_random(group: nn.Module, generator: torch.Generator) -> None:
 
 
 def _fill_from_checkpoint(group: nn.Module, tensors: dict[str, torch.Tensor]) -> set[str]:
-    """Copy matching tensors into ``group``; remove them from ``tensors``; return the names not found."""
+    """Copy matching 16/32-bit tensors into ``group``; remove them from ``tensors``; return the names not filled.
+
+    Integer and fp8 tensors stay in ``tensors``: they are quantized codes, for the quantizer to read."""
     missing = set()
     for name, param in group.named_parameters():
-        if name in tensors:
+        if name in tensors and tensors[name].dtype in FLOAT_DTYPES:
             source = tensors.pop(name)
             if source.shape != param.shape:
                 raise ModelSourceError(f"checkpoint tensor {name} has shape {tuple(source.shape)}, expected {tuple(param.shape)}")
@@ -147,6 +154,38 @@ def _fill_from_checkpoint(group: nn.Module, tensors: dict[str, torch.Tensor]) ->
         else:
             missing.add(name)
     return missing
+
+
+def _check_consumed(checkpoint: Path, prefix: str, missing: set[str], extra: dict[str, torch.Tensor]) -> None:
+    """Raise unless every parameter of the group was filled and every checkpoint tensor of it was used."""
+    wrong_dtype = sorted(f"{prefix}{m} ({extra[m].dtype})" for m in missing if m in extra)
+    if wrong_dtype:
+        raise ModelSourceError(
+            f"checkpoint tensors {wrong_dtype} hold quantized codes where float weights are expected; if the "
+            "checkpoint is quantized, give its config.json the quantization_config it was written with and set "
+            "quant=auto"
+        )
+    if missing:
+        raise ModelSourceError(f"checkpoint {checkpoint} lacks {sorted(prefix + m for m in missing)}")
+    unused = sorted(prefix + k for k in extra if not k.endswith(IGNORED_SUFFIXES))
+    if unused:
+        raise ModelSourceError(
+            f"checkpoint {checkpoint} has tensors the model does not use: {unused}; its config.json does not "
+            "describe them (a bias or layer the decoder does not build, or a quantization format left undetected)"
+        )
+
+
+def _check_all_read(reader: CheckpointReader, model: Transformer) -> None:
+    """Raise if tensors outside every module group were never read (a tied head's copy must equal the embeddings)."""
+    if model.config.tie_word_embeddings and "lm_head.weight" in reader.unread:
+        head = reader.tensors("lm_head.")
+        if set(head) != {"weight"} or not torch.equal(head["weight"].to(model.model.embed_tokens.weight),
+                                                       model.model.embed_tokens.weight):
+            raise ModelSourceError("tie_word_embeddings is true but the checkpoint's lm_head differs from "
+                                   "embed_tokens; set tie_word_embeddings=false in its config.json")
+    unused = sorted(k for k in reader.unread if not k.endswith(IGNORED_SUFFIXES))
+    if unused:
+        raise ModelSourceError(f"checkpoint {reader.directory} has tensors the model does not use: {unused}")
 
 
 def build_model(
@@ -175,14 +214,28 @@ def build_model(
             missing = _fill_from_checkpoint(group, extra)
         if quantizer is not None:
             missing -= quantizer(group, prefix, extra, missing)
-        if missing:
-            raise ModelSourceError(f"checkpoint {checkpoint} lacks {sorted(prefix + m for m in missing)}")
+        _check_consumed(checkpoint, prefix, missing, extra)
+    if reader is not None:
+        _check_all_read(reader, model)
     if config.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
         if quantizer is not None:
             quantizer(model.lm_head, "lm_head.", {}, set())
     model.inv_freq = rope_inv_freq(config).to(device)
     return model.eval().requires_grad_(False)
+
+
+def _refuse_quantized(source: str, hf_config: dict) -> None:
+    """A quantized checkpoint loaded without a quantizer would read its codes as float weights: stop."""
+    from specbench.quantization.checkpoint import detect
+
+    reader = detect(hf_config)
+    if reader is not None:
+        raise ModelSourceError(
+            f"{source} is a {reader.method} checkpoint ({', '.join(reader.schemes)}); loading it as dense weights "
+            "would read its quantized codes as floats. Set quant=auto to load it as it is (or give load_model a "
+            "quantizer from build_quantizer('auto', ...))"
+        )
 
 
 def load_model(
@@ -198,6 +251,8 @@ def load_model(
     """Load ``source`` (shipped name, hub id or folder); ``shape_only`` uses its config with random weights."""
     hf_config = load_hf_config(source)
     config = ModelConfig.from_hf(hf_config, **(overrides or {}))
+    if quantizer is None and not shape_only:
+        _refuse_quantized(source, hf_config)
     if shape_only:
         return build_model(config, device=device, dtype=dtype, seed=seed, quantizer=quantizer)
     if overrides and "num_hidden_layers" in overrides:

@@ -80,7 +80,7 @@ class Attention(nn.Module):
         self.q_proj = nn.Linear(h, self.n_heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
         self.v_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=False)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=config.o_proj_bias)
         if config.qk_norm:
             self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
@@ -112,11 +112,11 @@ class MLP(nn.Module):
 
     def __init__(self, config: ModelConfig):
         super().__init__()
-        h, i = config.hidden_size, config.intermediate_size
-        self.gate_proj = nn.Linear(h, i, bias=False)
-        self.up_proj = nn.Linear(h, i, bias=False)
-        self.down_proj = nn.Linear(i, h, bias=False)
-        self.fused: tuple[torch.Tensor, None] | None = None  # stacked gate/up (Transformer.fuse_projections)
+        h, i, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
+        self.gate_proj = nn.Linear(h, i, bias=bias)
+        self.up_proj = nn.Linear(h, i, bias=bias)
+        self.down_proj = nn.Linear(i, h, bias=bias)
+        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # stacked gate/up (Transformer.fuse_projections)
 
     def forward(self, x):
         if self.fused is None:
@@ -189,8 +189,9 @@ class Transformer(nn.Module):
     ) -> torch.Tensor:
         """Run ``input_ids`` [1, n] at rope ``positions`` [n], writing K/V to cache ``slots`` [n].
 
-        ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot. ``layers`` runs only
-        those decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden]; with
+        ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot; a sliding window
+        (Mistral) narrows it by the rope positions the cache records per slot. ``layers`` runs only those
+        decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden]; with
         ``feature_layers`` set, [1, n, hidden * (1 + len(feature_layers))]: the final-norm states followed by the
         input of each listed decoder layer (the residual stream there), in the listed order, as one output of
         the same forward (``logits`` reads the first ``hidden`` columns).
@@ -199,6 +200,10 @@ class Transformer(nn.Module):
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
         if layers is not None and self.feature_layers:
             raise RuntimeError("a layer-skipped forward cannot return the feature_layers' hidden states")
+        self.cache.positions[slots] = positions
+        window = self.config.sliding_window
+        if window is not None:
+            mask = mask & (self.cache.positions > positions[:, None] - window)
         cos, sin = self.rope(positions)
         x = self.model.embed_tokens(input_ids)
         blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]

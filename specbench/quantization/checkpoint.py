@@ -7,16 +7,29 @@ import re
 import torch
 
 from specbench.quantization.formats import read_awq, read_compressed, read_gptq
-from specbench.quantization.qweight import QuantizedWeight
+from specbench.quantization.qweight import FP8, QuantizedWeight
 from specbench.quantization.schemes import SCHEMES, QuantConfigError
 
 METHODS = ("gptq", "awq", "compressed-tensors")
 GPTQ_KEYS = ("qweight", "qzeros", "scales", "g_idx")
-CT_KEYS = ("weight_packed", "weight_scale", "weight_zero_point", "weight_shape", "weight_g_idx")
+CT_KEYS = ("weight", "weight_packed", "weight_scale", "weight_zero_point", "weight_shape", "weight_g_idx")
+FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+INTEGERS = (torch.int32, torch.int64, torch.int16, torch.int8, torch.uint8)
+# the dtypes each published tensor may have; a quantized 8-bit ``weight`` is int8 or fp8 by its scheme
+DTYPES = {"qweight": (torch.int32,), "qzeros": (torch.int32,), "scales": FLOATS, "g_idx": INTEGERS,
+          "weight_packed": (torch.int32,), "weight_scale": FLOATS, "weight_zero_point": (*INTEGERS, *FLOATS),
+          "weight_shape": INTEGERS, "weight_g_idx": INTEGERS}
 
 
-def _take(extra: dict[str, torch.Tensor], key: str, names: tuple[str, ...]) -> dict[str, torch.Tensor]:
-    return {n: extra.pop(key + n) for n in names if key + n in extra}
+def _take(extra: dict[str, torch.Tensor], key: str, names: tuple[str, ...], **dtypes) -> dict[str, torch.Tensor]:
+    """Pop ``key + name`` for each name present, checking its dtype (``dtypes`` adds or overrides allowed ones)."""
+    out = {n: extra.pop(key + n) for n in names if key + n in extra}
+    for n, t in out.items():
+        allowed = dtypes.get(n, DTYPES.get(n))
+        if t.dtype not in allowed:
+            raise QuantConfigError(f"checkpoint tensor {key}{n} has dtype {t.dtype}; the layout stores it as one of "
+                                   f"{[str(d) for d in allowed]}")
+    return out
 
 
 class CheckpointFormat:
@@ -25,7 +38,7 @@ class CheckpointFormat:
     method = ""
     schemes: tuple[str, ...] = ()
 
-    def read(self, name: str, key: str, weight: torch.Tensor, extra: dict) -> QuantizedWeight | None:
+    def read(self, name: str, key: str, extra: dict) -> QuantizedWeight | None:
         raise NotImplementedError
 
 
@@ -40,7 +53,7 @@ class Gptq(CheckpointFormat):
         self.schemes = (self.scheme.name,)
         self.v1 = cfg.get("checkpoint_format", "gptq") != "gptq_v2"
 
-    def read(self, name, key, weight, extra):
+    def read(self, name, key, extra):
         if key + "qweight" not in extra:
             return None
         return read_gptq(_take(extra, key, GPTQ_KEYS), self.scheme, self.v1)
@@ -55,7 +68,7 @@ class Awq(CheckpointFormat):
         if version != "gemm" or cfg.get("bits", cfg.get("w_bit", 4)) != 4:
             raise QuantConfigError(f"only 4-bit AWQ checkpoints in the GEMM layout are supported, not {version!r}")
 
-    def read(self, name, key, weight, extra):
+    def read(self, name, key, extra):
         if key + "qweight" not in extra:
             return None
         return read_awq(_take(extra, key, ("qweight", "qzeros", "scales")), SCHEMES["w4a16"])
@@ -94,13 +107,14 @@ class CompressedTensors(CheckpointFormat):
         self.ignore = cfg.get("ignore") or []
         self.schemes = tuple(dict.fromkeys(s for _, s in self.groups))
 
-    def read(self, name, key, weight, extra):
+    def read(self, name, key, extra):
         if key + "weight_scale" not in extra or _matches(name, self.ignore):
             return None
         scheme = next((s for targets, s in self.groups if _matches(name, targets)), None)
         if scheme is None:
             raise QuantConfigError(f"{name} carries quantized tensors but matches no config group's targets")
-        return read_compressed(_take(extra, key, CT_KEYS), SCHEMES[scheme], weight)
+        codes = (FP8,) if SCHEMES[scheme].weight == "fp8" else (torch.int8,)
+        return read_compressed(_take(extra, key, CT_KEYS, weight=codes), SCHEMES[scheme])
 
 
 def detect(hf_config: dict) -> CheckpointFormat | None:

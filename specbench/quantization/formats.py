@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from specbench.quantization.qweight import FP8, QuantizedWeight
+from specbench.quantization.qweight import QuantizedWeight
 from specbench.quantization.schemes import QuantConfigError, Scheme, check_layout
 
 AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
@@ -77,8 +77,8 @@ def read_awq(t: dict[str, torch.Tensor], scheme: Scheme) -> QuantizedWeight:
     return _canonical(scheme, q, zeros.t(), t["scales"].t())
 
 
-def read_compressed(t: dict[str, torch.Tensor], scheme: Scheme, weight: torch.Tensor | None) -> QuantizedWeight:
-    """From compressed-tensors: ``weight_packed`` (int4) or a dense 8-bit ``weight`` (passed in), + scales."""
+def read_compressed(t: dict[str, torch.Tensor], scheme: Scheme) -> QuantizedWeight:
+    """From compressed-tensors: ``weight_packed`` (int4) or 8-bit ``weight`` codes (int8 / fp8), + scales."""
     scale = t["weight_scale"]
     if "weight_packed" in t:
         n, k = (int(v) for v in t["weight_shape"])
@@ -86,13 +86,16 @@ def read_compressed(t: dict[str, torch.Tensor], scheme: Scheme, weight: torch.Te
         scale, zp = scale.reshape(n, -1), t.get("weight_zero_point")
         zeros = torch.full(scale.shape, 8.0) if zp is None else unpack_int32(zp, 4, 0)[:n].float()
         return _canonical(scheme, q, zeros, scale, t.get("weight_g_idx"))
+    if "weight" not in t:
+        raise QuantConfigError(f"a {scheme.name} compressed-tensors layer has weight_scale but neither weight_packed "
+                               "nor 8-bit weight codes")
+    weight = t["weight"]
     n, k = weight.shape
     scale = scale.float().reshape(-1, 1).expand(n, 1) if scale.numel() == 1 else scale.float().reshape(n, -1)
     if "weight_zero_point" in t and bool(t["weight_zero_point"].ne(0).any()):
         raise QuantConfigError("asymmetric 8-bit compressed-tensors weights are not supported")
     check_layout(scheme, -1 if scale.shape[1] == 1 else k // scale.shape[1], True)
-    codes = weight.to(FP8) if scheme.weight == "fp8" else torch.round(weight.float()).to(torch.int8)
-    return QuantizedWeight(scheme, codes, scale.contiguous(), k)
+    return QuantizedWeight(scheme, weight, scale.contiguous(), k)
 
 
 def pack_gptq(qw: QuantizedWeight) -> dict[str, torch.Tensor]:

@@ -39,7 +39,7 @@ class Quantizer:
     def _weight_for(self, full: str, key: str, linear: nn.Linear, extra: dict) -> tuple[QuantizedWeight | None, bool]:
         """(quantized weight or None, whether it came from the checkpoint)."""
         if self.reader is not None:
-            qw = self.reader.read(full, key, linear.weight.data, extra)
+            qw = self.reader.read(full, key, extra)
             if qw is not None:
                 return qw.to(linear.weight.device), True
         if self.scheme is not None and (full != "lm_head" or self.quantize_lm_head):
