@@ -27,7 +27,7 @@ VOCAB = 4  # 16 cells for the pair: 1,200 trials detect each mutation below by a
 DEPTH = 2  # committed tokens per trial whose joint distribution is tested
 PROMPT = [1, 2, 3, 1, 2, 3, 1, 2]
 FIRST = 3
-TREES = ["eagle", "hierspec"]
+TREES = ["eagle", "eagle3", "hierspec", "hierspec3"]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,7 @@ def stack(tmp_path_factory):
 # small drafts keep thousands of full SD steps per case affordable on two CPU cores; every draft has depth >= 2
 SMALL = {"draft_model": {"num_tokens": 2}, "layer_skip": {"num_tokens": 2}, "eagle": {"depth": 2, "tree_size": 6},
          "hierspec": {"min_draft": 2, "inner_depth": 1, "inner_tree_size": 3, "topk": 2}}
-SMALL["hierspec3"] = SMALL["hierspec"]
+SMALL["eagle3"], SMALL["hierspec3"] = SMALL["eagle"], SMALL["hierspec"]
 
 
 def target_joint(stack, params) -> torch.Tensor:
