@@ -76,5 +76,5 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     return backend.build(qw, dtype)
 
 
-for _module in ("reference", "torch_ops", "gemlite", "marlin"):
+for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4"):
     importlib.import_module(f"specbench.quantization.backends.{_module}")
