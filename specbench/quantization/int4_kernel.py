@@ -7,14 +7,15 @@ dtype (G = K / group size; one group per output channel for per-channel weights,
 the accumulator at the end).
 
 Two paths, chosen by the config (``KernelConfig``):
-- ``gemv`` (M = 1): CUDA-core multiply-adds on a [BK/8, BN] float32 accumulator, one nibble plane at a time,
-  reduced once at the end;
+- ``gemv`` (M = 1): CUDA-core multiply-adds on a [BK/8, BN] float32 accumulator, one nibble plane at a time
+  (each nibble moved into a float32 mantissa: 1 + q/16, so a weight costs a shift, a LOP3 and an FMA; zero
+  point and scale are applied once per int32), reduced once at the end;
 - ``dot`` (any M): the [BK, BN] tile is unpacked, dequantized to 16 bits and fed to ``tl.dot`` with a
   [BM, BK] activation tile.
 Both split K over ``split`` programs; partial sums go to a float32 workspace and the last program of each
 output tile (an atomic counter, reset by that program, so no zeroing kernel runs) sums them and writes ``y``.
 
-int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` read as float32 is 2^23 + nibble (``DEQ`` 0), or
+In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` read as float32 is 2^23 + nibble (``DEQ`` 0), or
 ``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16: ``0x6400`` = 1024).
 """
 
@@ -120,14 +121,23 @@ if triton is not None:
                 else:
                     z = tl.full((SG, BN), 8.0, tl.float32)
             if GEMV:
-                # one nibble plane j at a time: rows 8i+j of the tile, x[8i+j]
+                # nibble plane j (rows 8i+j) as 1 + q/16: its bits shifted into float32's mantissa under 1.0's
+                # exponent (shift + one LOP3 + FMA per weight); t = sum_j (1 + q/16) x, so that
+                # sum_j (q - z) x = 16 t - (16 + z) sum_j x, scaled once per int32 row
+                t = tl.zeros((BK8, BN), dtype=tl.float32)
+                xs = tl.zeros((BK8,), dtype=tl.float32)
+                for j in tl.static_range(8):
+                    if j <= 4:
+                        moved = packed << (19 - 4 * j)
+                    else:
+                        moved = packed >> (4 * j - 19)
+                    f = ((moved & 0x780000) | 0x3F800000).to(tl.float32, bitcast=True)
+                    xj = tl.load(x_ptr + k0 + prow * 8 + j).to(tl.float32)
+                    t += f * xj[:, None]
+                    xs += xj
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
-                for j in tl.static_range(8):
-                    q = (packed >> (4 * j)) & 0xF
-                    f = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
-                    xj = tl.load(x_ptr + k0 + prow * 8 + j).to(tl.float32)
-                    acc2 += (f - z_rows) * s_rows * xj[:, None]
+                acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             else:
                 q = _nibbles(packed, BK8, BN)
                 if DEQ == 0:

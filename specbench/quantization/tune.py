@@ -7,6 +7,7 @@ weights as CUDA-graph replays over enough weight copies to defeat L2 (median of 
 into ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what
 it gained. Candidates are compiled first in parallel processes (Triton's disk cache). The table is rewritten
 after every shape, so a run cut off by ``--budget-s`` keeps what it measured; shapes left out use the heuristic.
+Entries of an existing table that this run does not time (other buckets, groups, models) are kept.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
     """Configs worth timing for this shape and M (the heuristic's first), each one that fits."""
     out = [kernel_table.heuristic(n, k, group, m)]
     if m == 1:
-        grid = itertools.product((32, 64, 128), (256, 512, 1024), (4, 8), (1,))
+        grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
         out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
     grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1))
@@ -155,6 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
              "triton": __import__("triton").__version__, "command": "python -m specbench.quantization.tune "
              f"--gpu {args.gpu}", "date": time.strftime("%Y-%m-%d"), "entries": {}, "errors": []}
+    if out.exists():  # entries this run does not re-tune are kept
+        table["entries"] = json.loads(out.read_text()).get("entries", {})
     tasks = list(dict.fromkeys((c, g, 1 if m == 1 else 16) for n, k, g, m in work
                                for c in candidates(n, k, k if g == -1 else g, m)))
     tasks = list(dict.fromkeys((KernelConfig(**{**c.as_dict(), "split": min(c.split, 2)}), g, m) for c, g, m in tasks))
