@@ -1,17 +1,17 @@
 """specbench's Triton W4A16 kernel: ``y = x @ W.T`` with int4 weights dequantized in registers.
 
-Packed layout: ``packed`` int32 [N, K/8] holds 8 consecutive inputs of an output channel per int32 (input 8i+j
-at bits 4j, unsigned nibbles; a symmetric code c is stored as c + 8), compressed-tensors' ``weight_packed``
-order, so each program streams long K-contiguous runs of every output channel it owns. ``scales`` [G, N] and, with zero points, ``zeros`` [G, N] are in the activation
+Packed layout: ``packed`` int32 [K/8, N] holds 8 consecutive input rows per int32 (row 8i+j at bits 4j, unsigned
+nibbles; a symmetric code c is stored as c + 8), i.e. GPTQ's ``qweight`` layout, so each program reads whole
+rows of N-contiguous int32. ``scales`` [G, N] and, with zero points, ``zeros`` [G, N] are in the activation
 dtype (G = K / group size; one group per output channel for per-channel weights, whose scale is applied to
 the accumulator at the end).
 
 Two paths, chosen by the config (``KernelConfig``):
-- ``gemv`` (M = 1): CUDA-core multiply-adds on a [BN, BK/8] float32 accumulator, one nibble plane at a time
+- ``gemv`` (M = 1): CUDA-core multiply-adds on a [BK/8, BN] float32 accumulator, one nibble plane at a time
   (each nibble moved into a float32 mantissa: 1 + q/16, so a weight costs a shift, a LOP3 and an FMA; zero
   point and scale are applied once per int32), reduced once at the end;
-- ``dot`` (any M): the [BN, BK] tile is unpacked, dequantized to 16 bits and fed (transposed) to ``tl.dot``
-  with a [BM, BK] activation tile.
+- ``dot`` (any M): the [BK, BN] tile is unpacked, dequantized to 16 bits and fed to ``tl.dot`` with a
+  [BM, BK] activation tile.
 Both split K over ``split`` programs; partial sums go to a float32 workspace and the last program of each
 output tile (an atomic counter, reset by that program, so no zeroing kernel runs) sums them and writes ``y``.
 
@@ -68,16 +68,16 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
 if triton is not None:
 
     @triton.jit
-    def _nibbles(packed, BN: tl.constexpr, BK8: tl.constexpr):
-        """[BN, BK/8] int32 -> [BN, BK] int32 in 0..15 (column 8i+j from bits 4j of column i)."""
+    def _nibbles(packed, BK8: tl.constexpr, BN: tl.constexpr):
+        """[BK/8, BN] int32 -> [BK, BN] int32 in 0..15 (row 8i+j from bits 4j of row i)."""
         shifts = tl.arange(0, 8) * 4
-        q = (packed[:, :, None] >> shifts[None, None, :]) & 0xF
-        return tl.reshape(q, (BN, BK8 * 8))
+        q = (packed[:, None, :] >> shifts[None, :, None]) & 0xF
+        return tl.reshape(q, (BK8 * 8, BN))
 
     @triton.jit
-    def _group_cols(t, BN: tl.constexpr, SG: tl.constexpr, GCOLS: tl.constexpr):
-        """[BN, SG] per-group values repeated over each group's GCOLS columns -> [BN, SG * GCOLS]."""
-        return tl.reshape(tl.broadcast_to(t[:, :, None], (BN, SG, GCOLS)), (BN, SG * GCOLS))
+    def _group_rows(t, SG: tl.constexpr, GROWS: tl.constexpr, BN: tl.constexpr):
+        """[SG, BN] per-group values repeated over each group's GROWS rows -> [SG * GROWS, BN]."""
+        return tl.reshape(tl.broadcast_to(t[:, None, :], (SG, GROWS, BN)), (SG * GROWS, BN))
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
@@ -92,41 +92,39 @@ if triton is not None:
         k_len = K // split
         k_begin = pid_k * k_len
         BK8: tl.constexpr = BK // 8
-        # groups a BK tile spans (SG) and, per group, its columns of the tile (GK)
+        # groups a BK tile spans (SG) and, per group, its rows of the tile (GK)
         SG: tl.constexpr = 1 if CHANNEL else (BK // GROUP if BK >= GROUP else 1)
         GK: tl.constexpr = BK // SG
         sixteen = x_ptr.dtype.element_ty
         if CHANNEL:
             s_chan = tl.load(s_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)
             if HAS_ZEROS:
-                z_chan = tl.load(z_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)[:, None]
+                z_chan = tl.load(z_ptr + cols, mask=col_ok, other=0.0).to(tl.float32)[None, :]
             else:
-                z_chan = tl.full((BN, 1), 8.0, tl.float32)
+                z_chan = tl.full((1, BN), 8.0, tl.float32)
         if GEMV:
-            acc2 = tl.zeros((BN, BK8), dtype=tl.float32)
+            acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
         else:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
-        pcol = tl.arange(0, BK8)
-        w_rows = w_ptr + cols[:, None].to(tl.int64) * (K // 8)
+        prow = tl.arange(0, BK8)
         for k0 in range(k_begin, k_begin + k_len, BK):
-            packed = tl.load(w_rows + (k0 // 8 + pcol)[None, :], mask=col_ok[:, None], other=0,
-                             eviction_policy="evict_first")
+            packed = tl.load(w_ptr + (k0 // 8 + prow)[:, None].to(tl.int64) * N + cols[None, :],
+                             mask=col_ok[None, :], other=0, eviction_policy="evict_first")
             if CHANNEL:
-                s = tl.full((BN, 1), 1.0, tl.float32)
+                s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
             else:
                 g = k0 // GROUP + tl.arange(0, SG)
-                where = g[None, :] * N + cols[:, None]
-                s = tl.load(s_ptr + where, mask=col_ok[:, None], other=0.0).to(tl.float32)
+                s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 if HAS_ZEROS:
-                    z = tl.load(z_ptr + where, mask=col_ok[:, None], other=0.0).to(tl.float32)
+                    z = tl.load(z_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 else:
-                    z = tl.full((BN, SG), 8.0, tl.float32)
+                    z = tl.full((SG, BN), 8.0, tl.float32)
             if GEMV:
-                # nibble plane j (columns 8i+j) as 1 + q/16: its bits shifted into float32's mantissa under
-                # 1.0's exponent (shift + one LOP3 + FMA per weight); t = sum_j (1 + q/16) x, so that
-                # sum_j (q - z) x = 16 t - (16 + z) sum_j x, scaled once per int32
-                t = tl.zeros((BN, BK8), dtype=tl.float32)
+                # nibble plane j (rows 8i+j) as 1 + q/16: its bits shifted into float32's mantissa under 1.0's
+                # exponent (shift + one LOP3 + FMA per weight); t = sum_j (1 + q/16) x, so that
+                # sum_j (q - z) x = 16 t - (16 + z) sum_j x, scaled once per int32 row
+                t = tl.zeros((BK8, BN), dtype=tl.float32)
                 xs = tl.zeros((BK8,), dtype=tl.float32)
                 for j in tl.static_range(8):
                     if j <= 4:
@@ -134,17 +132,17 @@ if triton is not None:
                     else:
                         moved = packed >> (4 * j - 19)
                     f = ((moved & 0x780000) | 0x3F800000).to(tl.float32, bitcast=True)
-                    xj = tl.load(x_ptr + k0 + pcol * 8 + j).to(tl.float32)
-                    t += f * xj[None, :]
+                    xj = tl.load(x_ptr + k0 + prow * 8 + j).to(tl.float32)
+                    t += f * xj[:, None]
                     xs += xj
-                s_cols = _group_cols(s, BN, SG, GK // 8)
-                z_cols = _group_cols(z, BN, SG, GK // 8)
-                acc2 += s_cols * (16.0 * t - (16.0 + z_cols) * xs[None, :])
+                s_rows = _group_rows(s, SG, GK // 8, BN)
+                z_rows = _group_rows(z, SG, GK // 8, BN)
+                acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             else:
-                q = _nibbles(packed, BN, BK8)
+                q = _nibbles(packed, BK8, BN)
                 if DEQ == 0:
                     f = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
-                    w = ((f - _group_cols(z, BN, SG, GK)) * _group_cols(s, BN, SG, GK)).to(sixteen)
+                    w = ((f - _group_rows(z, SG, GK, BN)) * _group_rows(s, SG, GK, BN)).to(sixteen)
                 else:
                     if sixteen == tl.bfloat16:
                         base = (q | 0x4300).to(tl.int16).to(tl.bfloat16, bitcast=True)
@@ -152,13 +150,13 @@ if triton is not None:
                     else:
                         base = (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True)
                         off = 1024.0
-                    zz = _group_cols((z + off).to(sixteen), BN, SG, GK)
-                    w = (base - zz) * _group_cols(s.to(sixteen), BN, SG, GK)
+                    zz = _group_rows((z + off).to(sixteen), SG, GK, BN)
+                    w = (base - zz) * _group_rows(s.to(sixteen), SG, GK, BN)
                 xk = k0 + tl.arange(0, BK)
                 x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
-                acc += tl.dot(x, tl.trans(w))
+                acc += tl.dot(x, w)
         if GEMV:
-            acc = tl.sum(acc2, axis=1)[None, :]
+            acc = tl.sum(acc2, axis=0)[None, :]
         if CHANNEL:
             acc = acc * s_chan[None, :]
         out_mask = row_ok[:, None] & col_ok[None, :]
@@ -185,10 +183,10 @@ def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
            counters: torch.Tensor, group: int, cfg: KernelConfig) -> torch.Tensor:
-    """``x`` [M, K] (16-bit) times the packed int4 weight (int32 [N, K/8]) -> [M, N]; ``counters`` int32 zeros (>= the
+    """``x`` [M, K] (16-bit) times the packed [N, K] int4 weight -> [M, N]; ``counters`` int32 zeros (>= the
     ``counters_needed`` slots when ``cfg.split`` > 1) are left zero again."""
     m, k = x.shape
-    n = packed.shape[0]
+    n = packed.shape[1]
     if cfg.path == "gemv" and m != 1:
         raise ValueError(f"the gemv path takes one row, not M={m}")
     bm = 1 if cfg.path == "gemv" else cfg.BM

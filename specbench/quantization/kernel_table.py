@@ -5,7 +5,7 @@ name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; 
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
 (N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was.
 
-Heuristic (documented fallback): M = 1 -> the ``gemv`` path, BN 16, BK 1024 (or the largest power of two <= 1024
+Heuristic (documented fallback): M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two <= 512
 that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128 (64
 when the group is smaller); K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
 """
@@ -60,10 +60,10 @@ def _split_for(tiles: int, k: int, bk: int, sms: int) -> int:
 
 def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfig:
     if m == 1:
-        bk = 1024
+        bk = 512
         while bk > 8 and (k % bk or (group != k and group % bk and bk % group)):
             bk //= 2
-        return KernelConfig("gemv", 16, bk, _split_for(-(-n // 16), k, bk, sms), warps=4, stages=1)
+        return KernelConfig("gemv", 64, bk, _split_for(-(-n // 64), k, bk, sms), warps=4, stages=1)
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
     bk = 128 if group == k or group >= 128 else 64
     while k % bk:

@@ -49,7 +49,7 @@ def candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
     """Configs worth timing for this shape and M (the heuristic's first), each one that fits."""
     out = [kernel_table.heuristic(n, k, group, m)]
     if m == 1:
-        grid = itertools.product((8, 16, 32, 64), (512, 1024, 2048, 4096), (4, 8), (1,))
+        grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
         out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
     grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1))
@@ -64,7 +64,7 @@ def candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
 
 def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
     gen = torch.Generator(device=device).manual_seed(seed)
-    packed = torch.randint(-2**31, 2**31 - 1, (n, k // 8), device=device, dtype=torch.int32, generator=gen)
+    packed = torch.randint(-2**31, 2**31 - 1, (k // 8, n), device=device, dtype=torch.int32, generator=gen)
     scales = (torch.rand(k // group, n, device=device, generator=gen) * 1e-2 + 1e-3).to(torch.bfloat16)
     return packed, scales
 
@@ -97,7 +97,7 @@ def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool,
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
     counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     y = launch(x, packed, scales, zeros, counters, group, cfg).float()
-    q = unpack_int32(packed, 4, 1).float().t()  # [K, N]
+    q = unpack_int32(packed, 4, 0).float()  # [K, N]
     z = 8.0 if zeros is None else zeros.float().repeat_interleave(group, 0)
     w = (q - z) * scales.float().repeat_interleave(group, 0)
     ref = x.float() @ w

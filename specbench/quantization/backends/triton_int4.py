@@ -14,13 +14,12 @@ from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape
 from specbench.quantization.qweight import QuantizedWeight
 
 PATHS = ("gemv", "dot")
-MIN_GEMV_BN = 8
 
 
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(packed int32 [N, K/8], scales [G, N], zero points [G, N] or None) in the kernel's layout."""
+    """(packed int32 [K/8, N], scales [G, N], zero points [G, N] or None) in the kernel's layout."""
     unsigned = qw.codes.to(torch.int32) + (8 if qw.zeros is None else 0)
-    packed = pack_int32(unsigned.cpu(), 4, 1).to(qw.device).contiguous()
+    packed = pack_int32(unsigned.t().cpu(), 4, 0).to(qw.device).contiguous()
     zeros = None if qw.zeros is None else qw.zeros.t().to(dtype).contiguous()
     return packed, qw.scales.t().to(dtype).contiguous(), zeros
 
@@ -36,7 +35,7 @@ def w4a16_mm(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros:
 
 @w4a16_mm.register_fake
 def _(x, packed, scales, zeros, counters, group, config):
-    return x.new_empty(x.shape[0], packed.shape[0])
+    return x.new_empty(x.shape[0], packed.shape[1])
 
 
 class Int4Triton(nn.Module):
@@ -49,7 +48,7 @@ class Int4Triton(nn.Module):
         self.register_buffer("scales", scales)
         self.register_buffer("zeros", zeros)
         worst = max(counters_needed(self.n, kernel_table.MAX_SPLIT_M, KernelConfig("dot", 16, 16, 2)),
-                    counters_needed(self.n, 1, KernelConfig("gemv", MIN_GEMV_BN, 16, 2)))
+                    counters_needed(self.n, 1, KernelConfig("gemv", 16, 16, 2)))
         self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=qw.device))
         self._chosen: dict[int, tuple[list[int], str]] = {}
 
@@ -57,8 +56,8 @@ class Int4Triton(nn.Module):
         """The launch config for M rows (cached per M) and where it came from."""
         if m not in self._chosen:
             cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m)
-            if cfg.BN < (MIN_GEMV_BN if cfg.path == "gemv" else 16) or (cfg.path == "dot" and cfg.BM < 16):
-                raise ValueError(f"config {cfg} has blocks under the minimum (gemv BN {MIN_GEMV_BN}, dot 16)")
+            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
+                raise ValueError(f"config {cfg} has blocks under 16")
             d = cfg.as_dict()
             self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
         return self._chosen[m]
@@ -91,5 +90,5 @@ class TritonInt4(Backend):
         gpu = kernel_table.gpu_key(qw.device)
         tuned = kernel_table.shape_key(n, k, qw.group_size) in kernel_table.load(gpu).get("entries", {})
         return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
-                "packing": "int4 [N, K/8] int32 (compressed-tensors order, unsigned), 16-bit scales/zeros [G, N]",
+                "packing": "int4 [K/8, N] int32 (GPTQ order, unsigned), 16-bit scales/zeros [G, N]",
                 "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}
