@@ -16,7 +16,9 @@ Both split K over ``split`` programs; partial sums go to a float32 workspace and
 output tile (an atomic counter, reset by that program, so no zeroing kernel runs) sums them and writes ``y``.
 
 In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` read as float32 is 2^23 + nibble (``DEQ`` 0), or
-``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16: ``0x6400`` = 1024).
+``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16: ``0x6400`` = 1024),
+or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are applied to the [BM, BN]
+product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class KernelConfig:
     BM: int = 16  # dot path only
     warps: int = 4
     stages: int = 2
-    DEQ: int = 0  # 0: float32 exponent trick, 1: 16-bit exponent trick (dot path)
+    DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,6 +62,8 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
     if group != k and group % cfg.BK and cfg.BK % group:
         return f"group size {group} and BK={cfg.BK} must divide one another"
+    if cfg.path == "dot" and cfg.DEQ == 2 and group != k and cfg.BK > group:
+        return f"DEQ=2 scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
     if cfg.path == "gemv" and cfg.BK % 8:
         return f"BK={cfg.BK} must be a multiple of 8"
     return None
@@ -78,6 +82,14 @@ if triton is not None:
     def _group_rows(t, SG: tl.constexpr, GROWS: tl.constexpr, BN: tl.constexpr):
         """[SG, BN] per-group values repeated over each group's GROWS rows -> [SG * GROWS, BN]."""
         return tl.reshape(tl.broadcast_to(t[:, None, :], (SG, GROWS, BN)), (SG * GROWS, BN))
+
+    @triton.jit
+    def _offset16(q, sixteen: tl.constexpr):
+        """Nibbles ``q`` as exact 16-bit floats off + q (bf16: 128 + q from 0x4300, fp16: 1024 + q from 0x6400)."""
+        if sixteen == tl.bfloat16:
+            return (q | 0x4300).to(tl.int16).to(tl.bfloat16, bitcast=True), 128.0
+        else:
+            return (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True), 1024.0
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
@@ -106,6 +118,7 @@ if triton is not None:
             acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
         else:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
+            xtot = tl.zeros((BM,), dtype=tl.float32)
         prow = tl.arange(0, BK8)
         for k0 in range(k_begin, k_begin + k_len, BK):
             packed = tl.load(w_ptr + (k0 // 8 + prow)[:, None].to(tl.int64) * N + cols[None, :],
@@ -140,24 +153,30 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             else:
                 q = _nibbles(packed, BK8, BN)
+                xk = k0 + tl.arange(0, BK)
+                x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
                 if DEQ == 0:
                     f = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
                     w = ((f - _group_rows(z, SG, GK, BN)) * _group_rows(s, SG, GK, BN)).to(sixteen)
+                    acc += tl.dot(x, w)
                 else:
-                    if sixteen == tl.bfloat16:
-                        base = (q | 0x4300).to(tl.int16).to(tl.bfloat16, bitcast=True)
-                        off = 128.0
-                    else:
-                        base = (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True)
-                        off = 1024.0
-                    zz = _group_rows((z + off).to(sixteen), SG, GK, BN)
-                    w = (base - zz) * _group_rows(s.to(sixteen), SG, GK, BN)
-                xk = k0 + tl.arange(0, BK)
-                x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
-                acc += tl.dot(x, w)
+                    base, off = _offset16(q, sixteen)
+                    if DEQ == 1:
+                        zz = _group_rows((z + off).to(sixteen), SG, GK, BN)
+                        acc += tl.dot(x, (base - zz) * _group_rows(s.to(sixteen), SG, GK, BN))
+                    else:  # the product of the exact off + q; zero point and scale on the [BM, BN] result
+                        part = tl.dot(x, base)
+                        xsum = tl.sum(x.to(tl.float32), axis=1)
+                        if CHANNEL:
+                            acc += part
+                            xtot += xsum
+                        else:
+                            acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
         if CHANNEL:
+            if DEQ == 2 and not GEMV:
+                acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
         out_mask = row_ok[:, None] & col_ok[None, :]
         if not SPLIT_K:

@@ -52,7 +52,7 @@ def candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
         grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
         out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1))
+    grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1, 2))
     out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
             for bm, bn, bk, st, d in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
     g = k if group == -1 else group
