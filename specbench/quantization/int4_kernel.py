@@ -7,7 +7,7 @@ dtype (G = K / group size; one group per output channel for per-channel weights,
 the accumulator at the end).
 
 Two paths, chosen by the config (``KernelConfig``):
-- ``gemv`` (M <= 4): CUDA-core multiply-adds on a [BM, BK/8, BN] float32 accumulator, one nibble plane at a time
+- ``gemv`` (M = 1): CUDA-core multiply-adds on a [BK/8, BN] float32 accumulator, one nibble plane at a time
   (each nibble moved into a float32 mantissa: 1 + q/16, so a weight costs a shift, a LOP3 and an FMA; zero
   point and scale are applied once per int32), reduced once at the end;
 - ``dot`` (any M): the [BK, BN] tile is unpacked, dequantized to 16 bits and fed to ``tl.dot`` with a
@@ -38,11 +38,11 @@ DTYPES = (torch.bfloat16, torch.float16)
 
 @dataclass(frozen=True)
 class KernelConfig:
-    path: str  # "gemv" (CUDA cores, for M of a few rows) or "dot" (tensor cores)
+    path: str  # "gemv" (M = 1 only) or "dot"
     BN: int
     BK: int
     split: int = 1
-    BM: int = 16  # rows per program (dot: >= 16; gemv: 1, 2 or 4)
+    BM: int = 16  # dot path only
     warps: int = 4
     stages: int = 2
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product
@@ -115,7 +115,7 @@ if triton is not None:
             else:
                 z_chan = tl.full((1, BN), 8.0, tl.float32)
         if GEMV:
-            acc3 = tl.zeros((BM, BK8, BN), dtype=tl.float32)
+            acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
         else:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
             xtot = tl.zeros((BM,), dtype=tl.float32)
@@ -137,21 +137,20 @@ if triton is not None:
                 # nibble plane j (rows 8i+j) as 1 + q/16: its bits shifted into float32's mantissa under 1.0's
                 # exponent (shift + one LOP3 + FMA per weight); t = sum_j (1 + q/16) x, so that
                 # sum_j (q - z) x = 16 t - (16 + z) sum_j x, scaled once per int32 row
-                t = tl.zeros((BM, BK8, BN), dtype=tl.float32)
-                xs = tl.zeros((BM, BK8), dtype=tl.float32)
+                t = tl.zeros((BK8, BN), dtype=tl.float32)
+                xs = tl.zeros((BK8,), dtype=tl.float32)
                 for j in tl.static_range(8):
                     if j <= 4:
                         moved = packed << (19 - 4 * j)
                     else:
                         moved = packed >> (4 * j - 19)
                     f = ((moved & 0x780000) | 0x3F800000).to(tl.float32, bitcast=True)
-                    xj = tl.load(x_ptr + rows[:, None] * stride_xm + k0 + prow[None, :] * 8 + j,
-                                 mask=row_ok[:, None], other=0.0).to(tl.float32)
-                    t += f[None, :, :] * xj[:, :, None]
+                    xj = tl.load(x_ptr + k0 + prow * 8 + j).to(tl.float32)
+                    t += f * xj[:, None]
                     xs += xj
-                s_rows = _group_rows(s, SG, GK // 8, BN)[None, :, :]
-                z_rows = _group_rows(z, SG, GK // 8, BN)[None, :, :]
-                acc3 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, :, None])
+                s_rows = _group_rows(s, SG, GK // 8, BN)
+                z_rows = _group_rows(z, SG, GK // 8, BN)
+                acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             else:
                 q = _nibbles(packed, BK8, BN)
                 xk = k0 + tl.arange(0, BK)
@@ -174,7 +173,7 @@ if triton is not None:
                         else:
                             acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
-            acc = tl.sum(acc3, axis=1)
+            acc = tl.sum(acc2, axis=0)[None, :]
         if CHANNEL:
             if DEQ == 2 and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
@@ -198,7 +197,7 @@ if triton is not None:
 
 def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
     """Counter slots a split-K launch uses: one per output tile."""
-    return triton.cdiv(n, cfg.BN) * triton.cdiv(m, cfg.BM)
+    return triton.cdiv(n, cfg.BN) * triton.cdiv(m, 1 if cfg.path == "gemv" else cfg.BM)
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
@@ -207,7 +206,9 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     ``counters_needed`` slots when ``cfg.split`` > 1) are left zero again."""
     m, k = x.shape
     n = packed.shape[1]
-    bm = cfg.BM
+    if cfg.path == "gemv" and m != 1:
+        raise ValueError(f"the gemv path takes one row, not M={m}")
+    bm = 1 if cfg.path == "gemv" else cfg.BM
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     part = torch.empty(cfg.split, m, n, dtype=torch.float32, device=x.device) if cfg.split > 1 else y
     if cfg.split > 1 and counters.numel() < counters_needed(n, m, cfg):

@@ -2,11 +2,11 @@
 
 Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", from the CUDA device
 name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
-A lookup takes the entry of the smallest tuned M bucket >= M (else the largest; a ``gemv`` entry only for M up to its BM) for
-the weight's (N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was.
+A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
+(N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was.
 
-Heuristic (documented fallback): M <= 4 -> the ``gemv`` path, BM = the power of two >= M, BN 64, BK 512 (or the
-largest power of two <= 512 that K and the group allow); M > 4 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128 (64
+Heuristic (documented fallback): M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two <= 512
+that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128 (64
 when the group is smaller); K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
 """
 
@@ -24,7 +24,6 @@ TABLES = Path(__file__).parent / "tables"
 GPUS = ("h200", "h100")
 SMS = {"h200": 132, "h100": 132}
 MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need only cover M <= 128
-GEMV_MAX_M = 4  # the heuristic's CUDA-core path; the table may choose either path at any M
 
 
 def gpu_key(device: torch.device | None = None) -> str | None:
@@ -60,12 +59,11 @@ def _split_for(tiles: int, k: int, bk: int, sms: int) -> int:
 
 
 def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfig:
-    if m <= GEMV_MAX_M:
+    if m == 1:
         bk = 512
         while bk > 8 and (k % bk or (group != k and group % bk and bk % group)):
             bk //= 2
-        bm = 1 << (m - 1).bit_length()
-        return KernelConfig("gemv", 64, bk, _split_for(-(-n // 64), k, bk, sms), BM=bm, warps=4, stages=1)
+        return KernelConfig("gemv", 64, bk, _split_for(-(-n // 64), k, bk, sms), warps=4, stages=1)
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
     bk = 128 if group == k or group >= 128 else 64
     while k % bk:
@@ -82,8 +80,10 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int) -> tuple[KernelC
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])
         cfg = KernelConfig(**entries[str(bucket)]["config"])
-        if m > MAX_SPLIT_M and cfg.split > 1:
+        if cfg.path == "gemv" and m > 1:  # a one-row entry only serves M = 1
+            cfg = None
+        if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
             cfg = KernelConfig(**{**cfg.as_dict(), "split": 1})
-        if check_shape(n, k, group, cfg) is None and (cfg.path == "dot" or m <= cfg.BM):
+        if cfg is not None and check_shape(n, k, group, cfg) is None:
             return cfg, f"table {gpu}"
     return heuristic(n, k, group, m, SMS.get(gpu, 132)), "heuristic"

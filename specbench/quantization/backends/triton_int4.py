@@ -89,6 +89,6 @@ class TritonInt4(Backend):
         n, k = qw.shape
         gpu = kernel_table.gpu_key(qw.device)
         tuned = kernel_table.shape_key(n, k, qw.group_size) in kernel_table.load(gpu).get("entries", {})
-        return {"kernel": "specbench Triton w4a16 (CUDA-core gemv / tl.dot, split-K)",
+        return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
                 "packing": "int4 [K/8, N] int32 (GPTQ order, unsigned), 16-bit scales/zeros [G, N]",
                 "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}
