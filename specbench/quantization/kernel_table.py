@@ -1,4 +1,5 @@
-"""Committed kernel configurations: per GPU, per weight shape and M bucket, the config ``tune`` measured fastest.
+"""Committed kernel data per GPU: the config ``tune`` measured fastest per weight shape and M bucket, and the
+backend order ``quant.backend=auto`` follows per scheme (``backends``, from ``bench_quant_linear`` runs).
 
 Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", from the CUDA device
 name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
@@ -49,6 +50,20 @@ def load(gpu: str | None) -> dict:
     if gpu is None or not path.exists():
         return {}
     return json.loads(path.read_text())
+
+
+# auto's order per scheme where the GPU has no table (or the table names none): specbench's kernel, then the
+# maintained ones that can run it
+DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "torch", "marlin"), "w4a8": ("gemlite", "marlin"),
+                 "w8a8_int8": ("gemlite",), "w8a8_fp8": ("gemlite", "torch"), "w8a16": ("gemlite",)}
+
+
+def backend_order(gpu: str | None, scheme: str) -> tuple[tuple[str, ...], str]:
+    """The backends ``quant.backend=auto`` tries for ``scheme``, fastest first, and where the order comes from."""
+    order = load(gpu).get("backends", {}).get(scheme)
+    if order:
+        return tuple(order), f"table {gpu}"
+    return DEFAULT_ORDER.get(scheme, ()), "default order"
 
 
 def _split_for(tiles: int, k: int, bk: int, sms: int) -> int:

@@ -156,8 +156,9 @@ def main(argv: list[str] | None = None) -> dict:
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
              "triton": __import__("triton").__version__, "command": "python -m specbench.quantization.tune "
              f"--gpu {args.gpu}", "date": time.strftime("%Y-%m-%d"), "entries": {}, "errors": []}
-    if out.exists():  # entries this run does not re-tune are kept
-        table["entries"] = json.loads(out.read_text()).get("entries", {})
+    if out.exists():  # entries this run does not re-tune are kept, and auto's backend order
+        old = json.loads(out.read_text())
+        table["entries"], table["backends"] = old.get("entries", {}), old.get("backends", {})
     tasks = list(dict.fromkeys((c, g, 1 if m == 1 else 16) for n, k, g, m in work
                                for c in candidates(n, k, k if g == -1 else g, m)))
     tasks = list(dict.fromkeys((KernelConfig(**{**c.as_dict(), "split": min(c.split, 2)}), g, m) for c, g, m in tasks))
