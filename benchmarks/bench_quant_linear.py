@@ -32,14 +32,13 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.common import copy_bandwidth, tensor_bytes
-from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
 )
 from specbench.quantization.backends import gemlite as gemlite_backend
+from specbench.quantization.tune import MODELS, model_shapes
 
 MS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
-MODELS = {"llama-3-8b": "llama-3-8b-instruct", "llama-3-70b": "llama-3-70b-instruct"}
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
 L2_DEFEAT_BYTES = 256 * 2**20
 # (scheme, group size): defaults plus per-channel w4a8, the one gemlite runs with int8 activations
@@ -50,15 +49,6 @@ T0 = time.monotonic()
 
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - T0:7.1f} s] {msg}", flush=True)
-
-
-def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
-    """(label, in_features, out_features) of one decoder layer's linears, and the layer count."""
-    c = ModelConfig.from_hf(load_hf_config(MODELS[name]))
-    h, i = c.hidden_size, c.intermediate_size
-    q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
-    shapes = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h), ("gate", h, i), ("up", h, i), ("down", i, h)]
-    return shapes, c.num_hidden_layers
 
 
 def timed(fn, device: str, replays: int) -> tuple[float, bool]:
