@@ -144,7 +144,8 @@ def test_committed_h200_table_covers_the_shipped_shapes():
 
 def test_lookup_buckets_and_heuristic_fallback():
     cfg, source = kernel_table.choose("h200", 8192, 8192, 128, 9)  # next bucket up: 16
-    assert source == "table h200" and cfg == KernelConfig(**kernel_table.load("h200")["entries"]["8192x8192:g128"]["16"]["config"])
+    entry = kernel_table.load("h200")["entries"]["8192x8192:g128"]["16"]
+    assert source == "table h200" and cfg == KernelConfig(**entry["config"])
     big, _ = kernel_table.choose("h200", 8192, 8192, 128, 4096)  # prefill never splits K
     assert big.split == 1 and big.path == "dot"
     cfg, source = kernel_table.choose("h200", 384, 2048, 128, 1)  # no entry for this shape

@@ -15,10 +15,10 @@ Two paths, chosen by the config (``KernelConfig``):
 Both split K over ``split`` programs; partial sums go to a float32 workspace and the last program of each
 output tile (an atomic counter, reset by that program, so no zeroing kernel runs) sums them and writes ``y``.
 
-In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` read as float32 is 2^23 + nibble (``DEQ`` 0), or
-``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16: ``0x6400`` = 1024),
-or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are applied to the [BM, BN]
-product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
+In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` read as float32 is 2^23 + nibble
+(``DEQ`` 0), or ``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16:
+``0x6400`` = 1024), or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are
+applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
 """
 
 from __future__ import annotations
@@ -210,13 +210,16 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         raise ValueError(f"the gemv path takes one row, not M={m}")
     bm = 1 if cfg.path == "gemv" else cfg.BM
     y = torch.empty(m, n, dtype=x.dtype, device=x.device)
+    if m == 0:
+        return y
     part = torch.empty(cfg.split, m, n, dtype=torch.float32, device=x.device) if cfg.split > 1 else y
     if cfg.split > 1 and counters.numel() < counters_needed(n, m, cfg):
         raise ValueError(f"{counters.numel()} split-K counters, {counters_needed(n, m, cfg)} needed")
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
-        GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None, SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
+        GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
+        SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

@@ -1,4 +1,4 @@
-"""specbench's own Triton W4A16 kernel (``specbench.quantization.int4_kernel``) with configs from the committed table."""
+"""specbench's own Triton W4A16 kernel (``specbench.quantization.int4_kernel``), configs from the committed table."""
 
 from __future__ import annotations
 
