@@ -32,14 +32,13 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.common import copy_bandwidth, tensor_bytes
-from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
 )
 from specbench.quantization.backends import gemlite as gemlite_backend
+from specbench.quantization.tune import MODELS, model_shapes
 
 MS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
-MODELS = {"llama-3-8b": "llama-3-8b-instruct", "llama-3-70b": "llama-3-70b-instruct"}
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
 L2_DEFEAT_BYTES = 256 * 2**20
 # (scheme, group size): defaults plus per-channel w4a8, the one gemlite runs with int8 activations
@@ -50,15 +49,6 @@ T0 = time.monotonic()
 
 def log(msg: str) -> None:
     print(f"[{time.monotonic() - T0:7.1f} s] {msg}", flush=True)
-
-
-def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
-    """(label, in_features, out_features) of one decoder layer's linears, and the layer count."""
-    c = ModelConfig.from_hf(load_hf_config(MODELS[name]))
-    h, i = c.hidden_size, c.intermediate_size
-    q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
-    shapes = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h), ("gate", h, i), ("up", h, i), ("down", i, h)]
-    return shapes, c.num_hidden_layers
 
 
 def timed(fn, device: str, replays: int) -> tuple[float, bool]:
@@ -170,6 +160,8 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
                "weight_bytes": total_bytes}
         if backend == "gemlite":
             row["gemlite"] = {f"{k}x{n}": gemlite_backend.kernel_choice(copies[k, n][0].kernel, m) for k, n in keys}
+        row["roofline_ms"] = total_bytes / copy_bw * 1e3  # the layers' own bytes once, at copy bandwidth
+        row["roofline_fraction"] = row["roofline_ms"] / stack
         if m == ms[0]:
             row["bandwidth_Bps"] = total_bytes / (stack / 1e3)
             row["bandwidth_vs_copy"] = row["bandwidth_Bps"] / copy_bw
@@ -289,6 +281,41 @@ def write(result: dict, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "quant_linear.json").write_text(json.dumps(result, indent=1, default=str))
     (out / "quant_linear.md").write_text(markdown(result))
+    figure(result, out / "quant_linear.png")
+
+
+def figure(result: dict, path: Path) -> None:
+    """Stack ms against M on log axes per model, one line per scheme x backend, dashed roofline per bit width."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    models = list(dict.fromkeys(r["model"] for r in result["rows"]))
+    if not models:
+        return
+    fig, axes = plt.subplots(1, len(models), figsize=(6 * len(models), 4.5), squeeze=False)
+    for ax, model in zip(axes[0], models):
+        rows = [r for r in result["rows"] if r["model"] == model]
+        lines: dict[tuple, list[dict]] = {}
+        for r in rows:
+            lines.setdefault((r["scheme"], r["group_size"], r["backend"]), []).append(r)
+        roofs = {}
+        for (scheme, group, backend), rs in lines.items():
+            ax.plot([r["M"] for r in rs], [r["stack_ms"] for r in rs], marker="o", ms=3,
+                    label=f"{scheme}{'' if group == -1 else f' g{group}'} {backend}")
+            roofs.setdefault(scheme, rs[0]["roofline_ms"])
+        for scheme, roof in roofs.items():
+            ax.axhline(roof, ls="--", lw=0.8, color="gray")
+            ax.text(result["Ms"][0], roof, f" roofline {scheme}", fontsize=7, va="bottom", color="gray")
+        ax.set(xscale="log", yscale="log", xlabel="M (rows)", ylabel="linear stack ms", title=model)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{result['device']}, copy bandwidth {result['copy_bandwidth_Bps'] / 1e12:.2f} TB/s")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def _stop(signum, frame):
@@ -301,7 +328,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU, reference and dense only")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--backends", nargs="+", default=["torch", "gemlite", "marlin"])
+    parser.add_argument("--backends", nargs="+", default=["triton", "torch", "gemlite", "marlin"])
+    parser.add_argument("--ms", nargs="+", type=int, default=None, help="M values (default: MS)")
     parser.add_argument("--schemes", nargs="+", default=None, help="only these schemes (default: all of VARIANTS)")
     parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")
     parser.add_argument("--replays", type=int, default=20)
@@ -316,7 +344,7 @@ def main(argv: list[str] | None = None) -> dict:
         torch.set_num_threads(1)  # tiny matmuls: threads only contend
     if device == "cuda" and not torch.cuda.is_available():
         parser.error("no CUDA device; use --smoke for the CPU check")
-    ms, replays = ((1, 2, 4, 8), 3) if args.smoke else (MS, args.replays)
+    ms, replays = ((1, 2, 4, 8), 3) if args.smoke else (tuple(args.ms or MS), args.replays)
     models = SMOKE_SHAPES if args.smoke else {m: model_shapes(m) for m in args.models}
     backends = ["reference"] if args.smoke else [b for b in args.backends if b in BACKENDS]
     variants = [(s, g) for s, g in VARIANTS if args.schemes is None or s in args.schemes]

@@ -7,19 +7,21 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from specbench.quantization.backends import build_kernel, get_backend
+from specbench.quantization.backends import build_kernel, get_backend, resolve
 from specbench.quantization.qweight import QuantizedWeight
 
 
 class QuantLinear(nn.Module):
     def __init__(self, qw: QuantizedWeight, bias: torch.Tensor | None, backend: str, dtype: torch.dtype):
         super().__init__()
+        backend, chosen = resolve(backend, qw, dtype)
         impl = get_backend(backend, qw.scheme.name)
         self.out_features, self.in_features = qw.shape
         self.kernel = build_kernel(impl, replace(qw, perm=None), dtype)
         self.register_buffer("perm", qw.perm)
         self.bias = None if bias is None else nn.Parameter(bias.detach().to(dtype), requires_grad=False)
-        self.info = {"scheme": qw.scheme.name, "backend": backend, **impl.describe(qw), "group_size": qw.group_size,
+        self.info = {"scheme": qw.scheme.name, "backend": backend, "backend_choice": chosen, **impl.describe(qw),
+                     "group_size": qw.group_size,
                      "zero_point": qw.zeros is not None, "act_order": qw.perm is not None}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -26,7 +26,7 @@ class Quantizer:
         self.group_size, self.sym = group_size, sym
         self.quantize_lm_head, self.rotated = quantize_lm_head, rotated
         for name in reader.schemes if reader else (scheme.name,):
-            get_backend(backend, name)
+            get_backend(backend, name)  # "auto" is resolved per linear
 
     def info(self) -> dict:
         if self.reader:
@@ -112,8 +112,9 @@ def describe(model: nn.Module) -> dict:
     """Which scheme/backend/kernel/packing each quantized linear uses, plus a one-row summary for results."""
     layers = {name: m.info for name, m in model.named_modules() if isinstance(m, QuantLinear)}
     layers = {name.removesuffix(".quant"): info for name, info in layers.items()}
-    joined = lambda field: " | ".join(sorted({str(i[field]) for i in layers.values()})) or "none"  # noqa: E731
-    summary = {f"quant_{f}": joined(f) for f in ("scheme", "backend", "kernel", "packing", "group_size")}
+    joined = lambda field: " | ".join(sorted({str(i.get(field)) for i in layers.values()})) or "none"  # noqa: E731
+    fields = ("scheme", "backend", "backend_choice", "kernel", "packing", "group_size", "autotune")
+    summary = {f"quant_{f}": joined(f) for f in fields}
     summary["quant_linears"] = len(layers)
     summary["quant_lm_head"] = "lm_head" in layers
     summary["rotated"] = bool(getattr(model, "rotated", False))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 import torch
 from torch import nn
@@ -36,6 +37,7 @@ class Backend:
 
 
 BACKENDS: dict[str, Backend] = {}
+AUTO = "auto"  # quant.backend=auto: chosen per scheme and GPU by ``resolve``
 
 
 def register(cls: type[Backend]) -> type[Backend]:
@@ -47,13 +49,44 @@ def combinations() -> str:
     return "; ".join(f"{b.name}: {', '.join(b.schemes)} ({b.requirement()})" for b in BACKENDS.values())
 
 
-def get_backend(name: str, scheme: str) -> Backend:
-    """The backend ``name`` if it implements ``scheme`` at all (device and layout are checked in ``build``)."""
+def get_backend(name: str, scheme: str) -> Backend | None:
+    """The backend ``name`` if it implements ``scheme`` at all (device and layout are checked in ``build``);
+    None for "auto", which is resolved per weight."""
+    if name == AUTO:
+        return None
     backend = BACKENDS.get(name)
     if backend is None or scheme not in backend.schemes:
         what = f"unknown backend {name!r}" if backend is None else f"backend {name!r} does not implement {scheme}"
-        raise UnsupportedBackendError(f"{what}; combinations that can run: {combinations()}")
+        raise UnsupportedBackendError(f"{what}; combinations that can run: {combinations()}, or {AUTO!r}")
     return backend
+
+
+def _runnable(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> bool:
+    if backend.cuda_only and qw.device.type != "cuda":
+        return False
+    if backend.package is not None and importlib.util.find_spec(backend.package) is None:
+        return False
+    return backend.limits(qw, dtype) is None
+
+
+def resolve(name: str, qw: QuantizedWeight, dtype: torch.dtype) -> tuple[str, str]:
+    """(backend name, how it was chosen): ``name`` itself, or for "auto" the first backend of the GPU's committed
+    order for the scheme that is installed and can run this weight; off a GPU, the reference oracle."""
+    if name != AUTO:
+        return name, "given"
+    if qw.device.type != "cuda":
+        return "reference", f"auto (weights on {qw.device})"
+    from specbench.quantization import kernel_table
+
+    gpu = kernel_table.gpu_key(qw.device)
+    order, source = kernel_table.backend_order(gpu, qw.scheme.name)
+    for candidate in order:
+        backend = BACKENDS.get(candidate)
+        if backend is not None and qw.scheme.name in backend.schemes and _runnable(backend, qw, dtype):
+            return candidate, f"auto ({source}, {gpu or torch.cuda.get_device_name(qw.device)})"
+    raise UnsupportedBackendError(
+        f"quant.backend=auto: none of {', '.join(order)} can run {qw.scheme.name} (group {qw.group_size}, "
+        f"{dtype}) here; install one ({combinations()}) or set quant.backend=reference")
 
 
 def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> nn.Module:
@@ -76,5 +109,5 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     return backend.build(qw, dtype)
 
 
-for _module in ("reference", "torch_ops", "gemlite", "marlin"):
+for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4"):
     importlib.import_module(f"specbench.quantization.backends.{_module}")

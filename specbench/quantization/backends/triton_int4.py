@@ -1,0 +1,94 @@
+"""specbench's own Triton W4A16 kernel (``specbench.quantization.int4_kernel``), configs from the committed table."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from specbench.quantization import kernel_table
+from specbench.quantization.backends import Backend, register
+from specbench.quantization.formats import pack_int32
+from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape, counters_needed, launch
+from specbench.quantization.qweight import QuantizedWeight
+
+PATHS = ("gemv", "dot")
+
+
+def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(packed int32 [K/8, N], scales [G, N], zero points [G, N] or None) in the kernel's layout."""
+    unsigned = qw.codes.to(torch.int32) + (8 if qw.zeros is None else 0)
+    packed = pack_int32(unsigned.t().cpu(), 4, 0).to(qw.device).contiguous()
+    zeros = None if qw.zeros is None else qw.zeros.t().to(dtype).contiguous()
+    return packed, qw.scales.t().to(dtype).contiguous(), zeros
+
+
+@torch.library.custom_op("specbench::w4a16_mm", mutates_args=("counters",))
+def w4a16_mm(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+             counters: torch.Tensor, group: int, config: list[int]) -> torch.Tensor:
+    """``x @ W.T`` for the packed int4 weight; ``config`` = (path index, BN, BK, split, BM, warps, stages, DEQ)."""
+    path, *sizes = config
+    cfg = KernelConfig(PATHS[path], *sizes)
+    return launch(x, packed, scales, zeros, counters, group, cfg)
+
+
+@w4a16_mm.register_fake
+def _(x, packed, scales, zeros, counters, group, config):
+    return x.new_empty(x.shape[0], packed.shape[1])
+
+
+class Int4Triton(nn.Module):
+    def __init__(self, qw: QuantizedWeight, dtype: torch.dtype, gpu: str | None):
+        super().__init__()
+        self.n, self.k = qw.shape
+        self.group, self.gpu = qw.group_size, gpu
+        packed, scales, zeros = pack(qw, dtype)
+        self.register_buffer("packed", packed)
+        self.register_buffer("scales", scales)
+        self.register_buffer("zeros", zeros)
+        worst = max(counters_needed(self.n, kernel_table.MAX_SPLIT_M, KernelConfig("dot", 16, 16, 2)),
+                    counters_needed(self.n, 1, KernelConfig("gemv", 16, 16, 2)))
+        self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=qw.device))
+        self._chosen: dict[int, tuple[list[int], str]] = {}
+
+    def config(self, m: int) -> tuple[list[int], str]:
+        """The launch config for M rows (cached per M) and where it came from."""
+        if m not in self._chosen:
+            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m)
+            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
+                raise ValueError(f"config {cfg} has blocks under 16")
+            d = cfg.as_dict()
+            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
+        return self._chosen[m]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        config, _ = self.config(x.shape[0])
+        return w4a16_mm(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group, config)
+
+
+@register
+class TritonInt4(Backend):
+    name = "triton"
+    schemes = ("w4a16",)
+    package, extra = "triton", "gpu"
+
+    def limits(self, qw, dtype):
+        n, k = qw.shape
+        if dtype not in DTYPES:
+            return f"the Triton int4 kernel takes bf16/fp16 activations, not {dtype}"
+        if qw.channel_scale is not None:
+            return "a second per-channel scale (QQQ layout) is not implemented in the Triton w4a16 kernel"
+        probe = kernel_table.heuristic(n, k, qw.group_size, 1)
+        return check_shape(n, k, qw.group_size, probe)
+
+    def build(self, qw, dtype):
+        return Int4Triton(qw, dtype, kernel_table.gpu_key(qw.device))
+
+    def describe(self, qw):
+        n, k = qw.shape
+        gpu = kernel_table.gpu_key(qw.device)
+        tuned = kernel_table.shape_key(n, k, qw.group_size) in kernel_table.load(gpu).get("entries", {})
+        return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
+                "packing": "int4 [K/8, N] int32 (GPTQ order, unsigned), 16-bit scales/zeros [G, N]",
+                "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}

@@ -1,0 +1,182 @@
+"""specbench's Triton w4a16 kernel under Triton's CPU interpreter, its config table, and ``quant.backend=auto``.
+
+The interpreter cases run in one subprocess (``TRITON_INTERPRET`` is read at import). The ``dot`` path runs
+with fp16 activations there: the interpreter's ``tl.dot`` mis-reads bfloat16 operands made by a cast (bf16 is
+covered on the GPU by ``tune``'s check of every table entry and ``tests/test_quant_gpu.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from specbench.quantization import (
+    QuantizedWeight, QuantLinear, UnsupportedBackendError, get_scheme, kernel_table, quantize_rtn,
+)
+from specbench.quantization.backends import BACKENDS, resolve
+from specbench.quantization.int4_kernel import KernelConfig, check_shape
+
+ROOT = Path(__file__).resolve().parents[1]
+
+INTERPRETED = textwrap.dedent("""
+    import torch
+    from specbench.quantization import QuantLinear, get_scheme, quantize_rtn
+    from specbench.quantization.backends import BACKENDS
+    from specbench.quantization.backends.triton_int4 import Int4Triton
+    from specbench.quantization.formats import read_awq, read_compressed, read_gptq
+    from specbench.quantization.int4_kernel import KernelConfig as C
+    from tests.test_quant_checkpoints import awq_tensors, ct_packed_tensors, gptq_tensors, random_int4
+
+    BACKENDS["triton"].cuda_only = False  # the interpreter runs the kernel on CPU tensors
+    W4A16 = get_scheme("w4a16")
+    bf16, fp16 = torch.bfloat16, torch.float16
+
+    def rel(a, b):
+        return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+    def check(qw, m, dtype, cfg=None, seed=0):
+        gen = torch.Generator().manual_seed(seed)
+        fast = QuantLinear(qw, None, "triton", dtype)
+        if cfg is not None:
+            d = cfg.as_dict()
+            fast.kernel._chosen[m] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
+        ref = QuantLinear(qw, None, "reference", torch.float32)
+        x = torch.randn(m, qw.shape[1], generator=gen).to(dtype)
+        y = fast(x)
+        assert y.dtype == dtype and y.shape == (m, qw.shape[0])
+        assert int(fast.kernel.counters.abs().sum()) == 0, "split-K counters must be left at zero"
+        return rel(y, ref(x.float()))
+
+    torch.manual_seed(0)
+    w = torch.randn(40, 512)
+    cases = [  # (group, sym, M, dtype, config or None for the heuristic)
+        (128, True, 1, bf16, C("gemv", 32, 128, split=2)),
+        (64, False, 1, bf16, C("gemv", 16, 256, split=2)),
+        (-1, True, 1, bf16, None),
+        (32, False, 1, fp16, C("gemv", 64, 512)),
+        (128, True, 3, fp16, C("dot", 32, 64, split=2, DEQ=0)),
+        (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=1)),
+        (64, False, 5, fp16, C("dot", 32, 64, split=2, DEQ=2)),
+        (-1, False, 7, fp16, C("dot", 16, 128, split=2, DEQ=2)),
+        (-1, True, 33, fp16, None),
+        (256, True, 130, fp16, None),  # past the split-K range: one split
+    ]
+    for group, sym, m, dtype, cfg in cases:
+        qw = quantize_rtn(w, W4A16, group, sym)
+        err = check(qw, m, dtype, cfg)
+        assert err < 1e-2, (group, sym, m, dtype, cfg, err)
+        # negative control: the wrong zero points must be caught by the same tolerance
+        if not sym:
+            qw.zeros = (qw.zeros + 3) % 16
+            broken = Int4Triton(qw, dtype, None)
+            qw.zeros = (qw.zeros - 3) % 16
+            x = torch.randn(m, 512).to(dtype)
+            assert rel(broken(x), QuantLinear(qw, None, "reference", torch.float32)(x.float())) > 0.1
+
+    # published layouts -> canonical -> the triton kernel; act-order weights permute the input
+    gen = torch.Generator().manual_seed(1)
+    readers = {
+        "gptq v1": lambda q, z, s, g: read_gptq(gptq_tensors(q, z, s, g, v1=True), W4A16, v1=True),
+        "gptq v2": lambda q, z, s, g: read_gptq(gptq_tensors(q, z, s, g, v1=False), W4A16, v1=False),
+        "awq": lambda q, z, s, g: read_awq(awq_tensors(q, z, s, g), W4A16),
+        "compressed-tensors": lambda q, z, s, g: read_compressed(ct_packed_tensors(q, z, s, g, True), W4A16, None),
+    }
+    for name, read in readers.items():
+        for act_order in ((False, True) if name.startswith("gptq") else (False,)):
+            for asym in (False, True):
+                q, z, s, g_idx, dense = random_int4(48, 256, 64, gen, asym, act_order)
+                qw = read(q, z, s, g_idx)
+                assert (qw.perm is not None) == act_order
+                x = torch.randn(3, 256, generator=gen)
+                y = QuantLinear(qw, None, "triton", fp16)(x.half())
+                assert rel(y, x @ dense.t()) < 1e-2, (name, act_order, asym)
+                y1 = QuantLinear(qw, None, "triton", bf16)(x[:1].bfloat16())
+                assert rel(y1, x[:1] @ dense.t()) < 1e-2, (name, act_order, asym, "M=1")
+    print("ok")
+""")
+
+
+def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=900,
+                          cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"
+
+
+def test_shapes_the_kernel_cannot_run_name_the_constraint():
+    assert "multiple of 8" in check_shape(64, 100, 100, KernelConfig("gemv", 32, 128))
+    assert "split into 3 parts" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
+    assert "must divide one another" in check_shape(64, 960, 96, KernelConfig("dot", 32, 64))
+    assert "must not exceed the group size" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 128, DEQ=2))
+    assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
+    two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
+    two_scales.channel_scale = torch.ones(64)
+    assert "QQQ" in BACKENDS["triton"].limits(two_scales, torch.bfloat16)
+    assert "bf16/fp16" in BACKENDS["triton"].limits(quantize_rtn(torch.randn(64, 256), get_scheme("w4a16")),
+                                                    torch.float32)
+
+
+def test_committed_h200_table_covers_the_shipped_shapes():
+    from specbench.quantization.tune import model_shapes
+
+    table = kernel_table.load("h200")
+    assert table["gpu"] == "NVIDIA H200" and table["torch"] and table["triton"] and table["command"]
+    for model in ("llama-3-8b", "llama-3-70b"):
+        shapes, _ = model_shapes(model)
+        for _, k, n in shapes:
+            for group in (128, k):
+                entries = table["entries"][kernel_table.shape_key(n, k, group)]
+                assert "1" in entries and "16" in entries and "64" in entries
+                for entry in entries.values():
+                    assert entry["rel_error"] <= 1e-2
+                    assert check_shape(n, k, group, KernelConfig(**entry["config"])) is None
+                cfg, source = kernel_table.choose("h200", n, k, group, 1)
+                assert source == "table h200" and cfg == KernelConfig(**entries["1"]["config"])
+
+
+def test_lookup_buckets_and_heuristic_fallback():
+    cfg, source = kernel_table.choose("h200", 8192, 8192, 128, 9)  # next bucket up: 16
+    entry = kernel_table.load("h200")["entries"]["8192x8192:g128"]["16"]
+    assert source == "table h200" and cfg == KernelConfig(**entry["config"])
+    big, _ = kernel_table.choose("h200", 8192, 8192, 128, 4096)  # prefill never splits K
+    assert big.split == 1 and big.path == "dot"
+    cfg, source = kernel_table.choose("h200", 384, 2048, 128, 1)  # no entry for this shape
+    assert source == "heuristic" and cfg.path == "gemv" and check_shape(384, 2048, 128, cfg) is None
+    cfg, source = kernel_table.choose(None, 384, 2048, 64, 24)  # no table for this GPU
+    assert source == "heuristic" and cfg.path == "dot" and cfg.BM == 32 and cfg.BK == 64
+    assert check_shape(384, 2048, 64, cfg) is None
+
+
+def test_auto_backend_is_reference_off_a_gpu_and_recorded():
+    qw = quantize_rtn(torch.randn(32, 256), get_scheme("w4a16"), 128)
+    assert resolve("auto", qw, torch.float32)[0] == "reference"
+    layer = QuantLinear(qw, None, "auto", torch.float32)
+    assert layer.info["backend"] == "reference" and layer.info["backend_choice"].startswith("auto")
+    assert QuantLinear(qw, None, "reference", torch.float32).info["backend_choice"] == "given"
+    assert kernel_table.backend_order("h200", "w4a16")[0][0] == "triton"
+    assert kernel_table.backend_order(None, "w8a8_int8") == (("gemlite",), "default order")
+
+
+class OnH200(QuantizedWeight):
+    """A weight that says it lives on a GPU, for auto's choice without one."""
+
+    device = property(lambda self: torch.device("cuda"))
+
+
+def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(kernel_table, "gpu_key", lambda device=None: "h200")
+    monkeypatch.setattr(BACKENDS["gemlite"], "package", "a_package_that_is_not_installed")
+    qw = quantize_rtn(torch.randn(32, 256), get_scheme("w4a16"), 128)
+    name, how = resolve("auto", OnH200(**qw.__dict__), torch.bfloat16)
+    assert name == "triton" and how == "auto (table h200, h200)"
+    int8 = quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8"))
+    with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of gemlite can run w8a8_int8"):
+        resolve("auto", OnH200(**int8.__dict__), torch.bfloat16)
