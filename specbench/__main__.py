@@ -44,8 +44,25 @@ def missing_launcher(argv: list[str]) -> str | None:
 
 @hydra.main(version_base="1.3", config_path=CONF, config_name="config")
 def main(cfg: DictConfig) -> None:
-    from specbench.runner.gpu_pool import resolve_device
+    from specbench.errors import reported, saved_questions
 
+    def saved() -> str:
+        from specbench.runner.run import method_configs, run_dir
+
+        return saved_questions([run_dir(m) for m in method_configs(cfg)])
+
+    with reported(saved):
+        measure(cfg)
+
+
+def measure(cfg: DictConfig) -> None:
+    """Check the settings (``runner.preflight``), run the job, print its summary."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from specbench.runner.gpu_pool import resolve_device
+    from specbench.runner.preflight import preflight
+
+    preflight(cfg, experiment=HydraConfig.get().runtime.choices.get("experiment"))
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
 
@@ -73,7 +90,11 @@ def release_memory() -> None:
 
 
 if __name__ == "__main__":
+    from specbench.errors import EXIT_USAGE, take_debug_flag
+
+    sys.argv = [sys.argv[0], *take_debug_flag(sys.argv[1:])]
     error = missing_launcher(sys.argv[1:])
     if error:
-        sys.exit(error)
+        print(f"specbench: error: {error}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     main()
