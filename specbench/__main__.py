@@ -93,6 +93,11 @@ if __name__ == "__main__":
     from specbench.errors import EXIT_USAGE, take_debug_flag
 
     sys.argv = [sys.argv[0], *take_debug_flag(sys.argv[1:])]
+    if {"--help", "-h"} & set(sys.argv[1:]):
+        from specbench.cli_help import render
+
+        print(render(), end="")
+        sys.exit(0)
     error = missing_launcher(sys.argv[1:])
     if error:
         print(f"specbench: error: {error}", file=sys.stderr)
