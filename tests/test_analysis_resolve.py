@@ -22,7 +22,7 @@ def smoke():
 def rerun(rows: pd.DataFrame, speed: float, date: str, sha: str) -> pd.DataFrame:
     """The same configuration measured again by newer code: another hash, a new setting, ``speed`` x faster."""
     return rows.assign(config_hash=rows.config_hash + sha[0], decode_s=rows.decode_s / speed, **{
-        "env.date": date, "env.git_sha": sha, "timing.new_setting": True})
+        "env.date": date, "env.git_sha": sha, "timing.new_setting": True, "drafter_prefill_ms": rows.drafter_prefill_ms * speed})
 
 
 def test_newest_run_of_a_configuration_wins(smoke):

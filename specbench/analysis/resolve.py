@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-CONFIG_PREFIXES = ("model.", "quant.", "drafter", "dataset.", "timing.", "runtime.")
-CONFIG_EXTRA = ("env.gpu", "weights", "acceptance_source")
+CONFIG_PREFIXES = ("model.", "quant.", "drafter.", "dataset.", "timing.", "runtime.")
+CONFIG_EXTRA = ("drafter", "env.gpu", "weights", "acceptance_source")
 
 
 def canon(value: Any) -> Any:
