@@ -75,8 +75,6 @@ def measure(cfg: DictConfig) -> None:
     finally:
         release_memory()  # a parallel launcher's worker runs its next job in the same process
     print_summary(summarize(folders))
-    for folder in folders:
-        print(f"results: {folder / 'results.parquet'}")
 
 
 def release_memory() -> None:
