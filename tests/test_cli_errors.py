@@ -150,3 +150,11 @@ def test_ctrl_c_keeps_finished_questions_and_a_rerun_resumes(tmp_path):
     finally:
         torch.set_num_threads(threads)
     pd.testing.assert_frame_equal(rows(root).reset_index(drop=True), rows(tmp_path / "once").reset_index(drop=True))
+
+
+def test_debug_flag_switches_tracebacks_on(monkeypatch):
+    from specbench.errors import debugging, take_debug_flag
+
+    monkeypatch.delenv("HYDRA_FULL_ERROR", raising=False)
+    assert take_debug_flag(["model=tiny"]) == ["model=tiny"] and not debugging()
+    assert take_debug_flag(["--debug", "model=tiny"]) == ["model=tiny"] and debugging()
