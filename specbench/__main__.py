@@ -60,11 +60,14 @@ def measure(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from specbench.runner.gpu_pool import resolve_device
-    from specbench.runner.preflight import preflight
+    from specbench.runner.preflight import check_memory, preflight
 
-    preflight(cfg, experiment=HydraConfig.get().runtime.choices.get("experiment"))
+    leasing = cfg.runtime.device == "cuda:auto"
+    preflight(cfg, experiment=HydraConfig.get().runtime.choices.get("experiment"))  # starts no CUDA
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
+    if leasing:
+        check_memory(cfg)
 
     from specbench.runner.run import run
     from specbench.runner.summary import print_summary, summarize

@@ -15,7 +15,7 @@ from hydra import compose, initialize_config_dir
 
 from specbench.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, DatasetFileError, DeviceError, reported
 from specbench.runner.config import register_schemas
-from specbench.runner.preflight import check_memory, model_config, preflight
+from specbench.runner.preflight import check_memory, preflight
 from specbench.runner.run import run as run_job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,14 +48,14 @@ def lines(tmp_path: Path, name: str, text: str) -> str:
     ("quant=w4a16 quant.backend=gemlite", DeviceError, "needs a CUDA GPU (quant.backend=gemlite)"),
 ])
 def test_bad_settings_name_the_setting(override, error, says, offline, monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("specbench.runner.preflight.gpu_present", lambda: False)
     with pytest.raises(error) as found:
         preflight(config(*override.split()))
     assert says in str(found.value)
 
 
 def test_a_gpu_experiment_on_a_cpu_names_its_smoke_variant(monkeypatch):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr("specbench.runner.preflight.gpu_present", lambda: False)
     with pytest.raises(DeviceError, match=r"hierspec_70b needs a CUDA GPU .* \+experiment=smoke/hierspec_70b"):
         preflight(config("+experiment=hierspec_70b"), experiment="hierspec_70b")
 
@@ -73,14 +73,15 @@ def test_bad_dataset_files(tmp_path, name, text, says):
 
 
 def test_memory_estimate_before_allocating():
-    cfg = config("model=llama3_8b", "model.shape_only=true", "compare=[]", "runtime.max_seq_len=8192")
-    target = model_config("model", cfg.model)
-    configs = {"model": (target, cfg.quant)}
-    check_memory(cfg, configs, free=40 * 2**30)  # 8B fp32: 32 GB of weights (lower bound) + 4 GB of cache
+    cfg = config("model=llama3_8b", "model.shape_only=true", "compare=[]", "baseline=false", "drafter=ngram",
+                 "runtime.max_seq_len=8192")
+    check_memory(cfg, free=40 * 2**30)  # 8B fp32: 30 GiB of weights (lower bound) + 1 GiB of cache
     with pytest.raises(DeviceError, match=r"needs at least 3[0-9]\.\d GiB .* but cpu has 16\.0 GiB free"):
-        check_memory(cfg, configs, free=16 * 2**30)
-    w4 = config("model=llama3_8b", "quant=w4a16", "runtime.dtype=bf16", "runtime.max_seq_len=8192")
-    check_memory(w4, {"model": (target, w4.quant)}, free=7 * 2**30)  # 4-bit linears, 16-bit embeddings and cache
+        check_memory(cfg, free=16 * 2**30)
+    w4 = config("model=llama3_8b", "quant=w4a16", "runtime.dtype=bf16", "compare=[]", "runtime.max_seq_len=8192")
+    check_memory(w4, free=7 * 2**30)  # 4-bit linears, 16-bit embeddings and cache
+    with pytest.raises(DeviceError):
+        check_memory(w4, free=4 * 2**30)
     with pytest.raises(DeviceError):  # the real check against this machine: 70B at 10M tokens fits nowhere
         preflight(config("model=llama3_70b", "model.shape_only=true", "runtime.max_seq_len=10000000"))
 

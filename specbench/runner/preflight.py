@@ -23,21 +23,28 @@ GiB = 2**30
 
 
 def preflight(cfg: DictConfig, experiment: str | None = None) -> None:
-    """Raise a ``SpecbenchError`` naming the setting and the fix for the first check ``cfg`` fails."""
-    from specbench.runner.run import method_configs
+    """Raise a ``SpecbenchError`` naming the setting and the fix for the first check ``cfg`` fails.
 
-    methods = method_configs(cfg)
-    models = [("model", "quant", cfg.model, cfg.quant)]
-    models += [(f"drafter({m.drafter.name}).model", f"drafter({m.drafter.name}).quant", m.drafter.model,
-                m.drafter.get("quant") or OmegaConf.create({"scheme": "none", "backend": "reference"}))
-               for m in methods if m.drafter.get("model") is not None]
+    Starts no CUDA: with ``runtime.device=cuda:auto`` (a GPU leased afterwards) the memory check is left to
+    ``check_memory`` once the lease is held."""
+    models = run_models(cfg)
     for _, quant_key, _, quant in models:
         check_quant(quant_key, quant)
     check_device(cfg, [quant for *_, quant in models], experiment)
-    configs = {key: (model_config(key, model), quant) for key, _, model, quant in models}
-    check_memory(cfg, configs)
+    if cfg.runtime.device != "cuda:auto":
+        check_memory(cfg)
     if cfg.dataset.name != "synthetic":
         check_dataset(cfg.dataset)
+
+
+def run_models(cfg: DictConfig) -> list[tuple[str, str, DictConfig, DictConfig]]:
+    """(model setting, quant setting, model node, quant node) of the target and of each method's draft model."""
+    from specbench.runner.run import method_configs
+
+    dense = OmegaConf.create({"scheme": "none", "backend": "reference"})
+    return [("model", "quant", cfg.model, cfg.quant)] + [
+        (f"drafter({m.drafter.name}).model", f"drafter({m.drafter.name}).quant", m.drafter.model,
+         m.drafter.get("quant") or dense) for m in method_configs(cfg) if m.drafter.get("model") is not None]
 
 
 def check_quant(key: str, quant: DictConfig) -> None:
@@ -62,7 +69,7 @@ def check_device(cfg: DictConfig, quants: list[DictConfig], experiment: str | No
     cuda = str(cfg.runtime.device).startswith("cuda")
     backends = [BACKENDS[q.backend] for q in quants if q.scheme not in ("none", "bf16", "fp16") and q.backend in BACKENDS]
     needs_gpu = [f"quant.backend={b.name}" for b in backends if b.cuda_only]
-    if (cuda or needs_gpu) and not torch.cuda.is_available():
+    if (cuda or needs_gpu) and not gpu_present():
         why = f"runtime.device={cfg.runtime.device}" if cuda else " and ".join(dict.fromkeys(needs_gpu))
         raise DeviceError(f"{'+experiment=' + experiment if experiment else 'this run'} needs a CUDA GPU ({why}) "
                           f"and torch sees none. {cpu_alternative(experiment, cuda)}")
@@ -70,6 +77,14 @@ def check_device(cfg: DictConfig, quants: list[DictConfig], experiment: str | No
         if b.package and importlib.util.find_spec(b.package) is None:
             raise DeviceError(f"quant.backend={b.name} needs the package {b.package}: pip install -e \".[{b.extra}]\" "
                               "(make install-gpu), or choose another quant.backend")
+
+
+def gpu_present() -> bool:
+    """Whether this process sees a GPU, asked without starting CUDA (a ``cuda:auto`` lease narrows
+    ``CUDA_VISIBLE_DEVICES`` afterwards, which only works before CUDA starts)."""
+    from specbench.runner.gpu_pool import visible_gpus
+
+    return bool(visible_gpus())
 
 
 def cpu_alternative(experiment: str | None, cuda: bool) -> str:
@@ -118,10 +133,7 @@ def needed_bytes(config, hf: dict, quant: DictConfig, dtype_bytes: int, max_seq_
 
 
 def free_memory(device: str) -> int:
-    """Free bytes on ``device``: CUDA's free memory, the largest GPU's total for ``cuda:auto`` (the GPU is leased
-    later, and asking for free memory would open a context on every GPU), or the host's available memory."""
-    if device == "cuda:auto":
-        return max(torch.cuda.get_device_properties(i).total_memory for i in range(torch.cuda.device_count()))
+    """Free bytes on ``device``: CUDA's free memory, or the host's available memory for a CPU run."""
     if device.startswith("cuda"):
         return torch.cuda.mem_get_info(torch.device(device))[0]
     try:
@@ -135,15 +147,13 @@ def free_memory(device: str) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def check_memory(cfg: DictConfig, configs: dict, free: int | None = None) -> None:
-    """Raise when the models' weights and KV caches alone exceed the free memory of the run's device.
-
-    ``configs``: ``{setting: ((ModelConfig, hf config), quant)}``, the target first."""
+def check_memory(cfg: DictConfig, free: int | None = None) -> None:
+    """Raise when the models' weights and KV caches alone exceed the free memory (``free``: of the run's device)."""
     from specbench.runner.build import torch_dtype
 
     dtype_bytes = torch.empty((), dtype=torch_dtype(cfg.runtime.dtype)).element_size()
-    parts = {key: needed_bytes(config, hf, quant, dtype_bytes, cfg.runtime.max_seq_len)
-             for key, ((config, hf), quant) in configs.items()}
+    parts = {key: needed_bytes(*model_config(key, model), quant, dtype_bytes, cfg.runtime.max_seq_len)
+             for key, _, model, quant in run_models(cfg)}
     sizes = [w + k for w, k in parts.values()]
     total = sizes[0] + max(sizes[1:], default=0)  # the target, and one method's draft model at a time
     free = free_memory(str(cfg.runtime.device)) if free is None else free
