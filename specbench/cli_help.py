@@ -50,6 +50,7 @@ def render() -> str:
              "Settings: GROUP.KEY=VALUE, e.g. dataset.question_end=10 runtime.max_seq_len=4096 timing.repeats=3;",
              "every setting with its type, default and meaning: docs/configuration.md.", "",
              "Options:", *columns(FLAGS), "", "Examples:", *[f"  {e}" for e in EXAMPLES], "",
-             "Exit codes: 0 done, 2 a setting or input to change (the message says which), 130 interrupted (rerun "
-             "resumes).", "Docs: README.md, docs/ (timing, quantization, datasets, analysis, configuration)."]
+             "Exit codes: 0 done; 1 Hydra could not compose the config (e.g. an unknown GROUP=OPTION: its message "
+             "lists the options);", "  2 a setting or input to change (the message says which); 130 interrupted "
+             "(rerunning resumes).", "Docs: README.md, docs/ (timing, quantization, datasets, analysis, configuration)."]
     return "\n".join(lines) + "\n"
