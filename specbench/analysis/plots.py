@@ -165,8 +165,7 @@ def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tup
                        lambda row: f"{label_of(row)} (vs 16-bit)", "--")
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
-            ax.set_title(key if c == 0 else f"{ylabel} against {xlabel.split(' (')[0]}",
-                         loc="left" if c == 0 else "center")
+            ax.set_title(key if c == 0 else ylabel, loc="left" if c == 0 else "center")
         axes[r, 0].legend(frameon=False)
     return fig
 
