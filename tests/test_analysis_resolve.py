@@ -41,6 +41,8 @@ def test_newest_run_of_a_configuration_wins(smoke):
     assert speedup.value == pytest.approx(2 * evaluate("speedup", old, Pool(smoke), n_boot=20).value)
     stats = cell_stats(pd.concat([smoke, newer], ignore_index=True), n_boot=10)
     assert len(stats) == smoke.config_hash.nunique()  # one row per configuration: plots draw it once
+    other = Pool(pd.concat([smoke, newer.assign(**{"output.name": "another_experiment"})], ignore_index=True))
+    assert old.config_hash.iloc[0] in set(other.select(CELL).config_hash)  # another experiment's run is its own
     listing = superseded_markdown(pool.resolution)
     assert listing.count(f"| {old.config_hash.iloc[0]} (") == 1 and "c (2026-12-01" in listing
 

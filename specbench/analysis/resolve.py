@@ -2,9 +2,9 @@
 
 A run is one run folder (``pool.run_ids``). Two runs have the same configuration when every config value
 (model, quantization, drafter, dataset, timing, runtime settings, the GPU, real or shape-only weights, real or
-replayed acceptance) that both recorded is equal; a value one of them lacks (a setting added to the code since)
-does not count, and neither do the code version, host or date (``env.*``), the folder name (``output.name``)
-or the config hash. Among runs of one configuration the one with the newest ``env.date`` wins (ties: the larger
+replayed acceptance) that both recorded is equal and they belong to the same experiment (``output.name``: the
+manifests pin their cells to it); a value one of them lacks (a setting added to the code since) does not count,
+and neither do the code version, host or date (``env.*``) or the config hash. Among runs of one configuration the one with the newest ``env.date`` wins (ties: the larger
 id); rows are never pooled across runs.
 """
 
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 CONFIG_PREFIXES = ("model.", "quant.", "drafter.", "dataset.", "timing.", "runtime.")
-CONFIG_EXTRA = ("drafter", "env.gpu", "weights", "acceptance_source")
+CONFIG_EXTRA = ("drafter", "env.gpu", "weights", "acceptance_source", "output.name")
 
 
 def canon(value: Any) -> Any:
