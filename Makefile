@@ -2,7 +2,7 @@
 PY ?= python
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: install install-gpu test run tables plots
+.PHONY: install install-gpu test test-fast run tables plots docs
 
 install:  ## everything, with the CPU build of torch (pip finds it on local disk here; elsewhere use the CPU index)
 	$(PY) -m pip install "$(TORCH_CPU)"
@@ -11,8 +11,15 @@ install:  ## everything, with the CPU build of torch (pip finds it on local disk
 install-gpu:  ## a CUDA machine: torch from your CUDA index first, then the GPU extra (gemlite)
 	$(PY) -m pip install -e ".[test,gpu]"
 
-test:
+test:  ## every test (about 11 minutes on one core, 6 on two)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast:  ## a quick subset (about a minute): configs, errors, quantization numerics, analysis loading
+	$(PY) -m pytest -q -p no:cacheprovider tests/test_cli_help.py tests/test_quant_linear.py tests/test_prompting.py \
+		tests/test_analysis_bootstrap.py -k "not subprocess"
+
+docs:  ## docs/configuration.md from the structured configs
+	$(PY) -m specbench.runner.config_reference
 
 run:
 	$(PY) -m specbench

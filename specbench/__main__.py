@@ -44,10 +44,30 @@ def missing_launcher(argv: list[str]) -> str | None:
 
 @hydra.main(version_base="1.3", config_path=CONF, config_name="config")
 def main(cfg: DictConfig) -> None:
-    from specbench.runner.gpu_pool import resolve_device
+    from specbench.errors import reported, saved_questions
 
+    def saved() -> str:
+        from specbench.runner.run import method_configs, run_dir
+
+        return saved_questions([run_dir(m) for m in method_configs(cfg)])
+
+    with reported(saved):
+        measure(cfg)
+
+
+def measure(cfg: DictConfig) -> None:
+    """Check the settings (``runner.preflight``), run the job, print its summary."""
+    from hydra.core.hydra_config import HydraConfig
+
+    from specbench.runner.gpu_pool import resolve_device
+    from specbench.runner.preflight import check_memory, preflight
+
+    leasing = cfg.runtime.device == "cuda:auto"
+    preflight(cfg, experiment=HydraConfig.get().runtime.choices.get("experiment"))  # starts no CUDA
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
+    if leasing:
+        check_memory(cfg)
 
     from specbench.runner.run import run
     from specbench.runner.summary import print_summary, summarize
@@ -58,8 +78,6 @@ def main(cfg: DictConfig) -> None:
     finally:
         release_memory()  # a parallel launcher's worker runs its next job in the same process
     print_summary(summarize(folders))
-    for folder in folders:
-        print(f"results: {folder / 'results.parquet'}")
 
 
 def release_memory() -> None:
@@ -73,7 +91,16 @@ def release_memory() -> None:
 
 
 if __name__ == "__main__":
+    from specbench.errors import EXIT_USAGE, take_debug_flag
+
+    sys.argv = [sys.argv[0], *take_debug_flag(sys.argv[1:])]
+    if {"--help", "-h"} & set(sys.argv[1:]):
+        from specbench.cli_help import render
+
+        print(render(), end="")
+        sys.exit(0)
     error = missing_launcher(sys.argv[1:])
     if error:
-        sys.exit(error)
+        print(f"specbench: error: {error}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     main()

@@ -17,7 +17,7 @@ Conventions (see docs/analysis.md):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -26,8 +26,9 @@ import pandas as pd
 from specbench.analysis import eq1
 from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate, estimate, question_weights, unit_weights
 from specbench.analysis.pool import (
-    IDENTITY, LIKENESS, Pool, baseline_overrides, describe_overrides, run_ids, units,
+    IDENTITY, Pool, baseline_overrides, describe_overrides, run_ids, units,
 )
+from specbench.analysis.resolve import Resolution, newest, run_dates
 
 
 def _missing(value: Any) -> bool:
@@ -106,26 +107,38 @@ EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup")
 DEPTH_METRICS = ("td_over_tt", "draft_len", "draft_ms_per_len")
 
 
-def _ambiguity(runs: pd.DataFrame) -> str | None:
-    per_stratum = runs.groupby("dataset.name", dropna=False).size()
-    if (per_stratum <= 1).all():
-        return None
-    differ = [c for c in runs.columns if (c.startswith(LIKENESS + ("drafter.", "env.gpu")) or c == "drafter")
-              and runs[c].astype(str).nunique() > 1]
-    return f"ambiguous: {int(per_stratum.max())} runs match (they differ in {', '.join(differ[:6]) or 'env'})"
+def one_run_per_dataset(rows: pd.DataFrame, resolution: Resolution) -> tuple[pd.DataFrame, str]:
+    """The rows of one run per dataset: where a cell's filter matches several, the newest (``resolve.newest``);
+    and the note saying which runs were left out."""
+    ids = run_ids(rows)
+    runs = rows.assign(_run=ids).drop_duplicates("_run").set_index("_run", drop=False)
+    dates = run_dates(rows, ids)
+    keep, notes = [], []
+    for _, group in runs.groupby("dataset.name", dropna=False, sort=False):
+        run, note = newest(group, dates) if len(group) > 1 else (group.index[0], "")
+        keep.append(run)
+        notes += [note, resolution.note(run)]
+    return rows[ids.isin(keep)], "; ".join(n for n in notes if n)
 
 
 def evaluate(metric: str, rows: pd.DataFrame, pool: Pool, *, prefill: str = "excluded", average: str = "macro",
              baseline: str | Mapping = "same_precision", base_model: str | None = None, over: str | None = None,
              n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> Estimate | str:
-    """``metric`` over ``rows`` (the runs that fill one cell), or the reason it cannot be computed."""
+    """``metric`` over ``rows`` (the runs that fill one cell), or the reason it cannot be computed. Several runs of
+    one dataset are never pooled: the newest counts and the note lists the others."""
     if metric not in METRICS:
         raise ValueError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     if rows.empty:
         return "not run"
+    rows, note = one_run_per_dataset(rows, pool.resolution)
+    found = _evaluate(metric, rows, pool, prefill, average, baseline, base_model, over, n_boot, seed, level)
+    if note and isinstance(found, Estimate):
+        found = replace(found, note="; ".join(n for n in (found.note, note) if n))
+    return found
+
+
+def _evaluate(metric, rows, pool, prefill, average, baseline, base_model, over, n_boot, seed, level) -> Estimate | str:
     runs = rows.drop_duplicates([c for c in IDENTITY if c in rows.columns])
-    if (why := _ambiguity(runs)) is not None:
-        return why
     needs, stat = METRICS[metric]
     probe_note = ""
     if metric in EQ1 and pool.probes is not None and not pool.probes.empty:

@@ -108,6 +108,24 @@ def available_columns(paths_or_globs) -> list[str]:
     return _dataset(files).schema.names if files else []
 
 
+def newest_files(files: list[Path]) -> list[Path]:
+    """Of several files holding the same run (config hash x GPU x experiment name: copies of one run folder, or
+    the same configuration measured again into another folder), only the one with the newest ``env.date``; runs
+    are never pooled across files."""
+    newest: dict[tuple, tuple[str, int]] = {}
+    for i, path in enumerate(files):
+        names = set(pq.read_schema(path).names)
+        frame = pd.read_parquet(path, columns=[c for c in [*ROW_KEY[:3], "env.date"] if c in names])
+        if frame.empty:
+            continue
+        for run, dates in frame.astype(object).where(frame.notna(), "").groupby(
+                [c for c in ROW_KEY[:3] if c in names]):
+            date = str(dates["env.date"].max()) if "env.date" in dates else ""
+            newest[run] = max(newest.get(run, ("", -1)), (date, i))
+    keep = {i for _, i in newest.values()}
+    return [path for i, path in enumerate(files) if i in keep]
+
+
 def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, columns: list[str] | None = None,
                  steps: bool = False) -> pd.DataFrame:
     """Result rows of every ``results.parquet`` found, filtered; copies of one run folder are read once.
@@ -115,7 +133,7 @@ def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, colum
     ``steps=True`` adds ``draft_depth_sum``: the summed draft depth of each row's steps (from the sibling
     ``steps.parquet``), which per-draft-pass timings need.
     """
-    files = find_files(paths_or_globs)
+    files = newest_files(find_files(paths_or_globs))
     frame = read_table(files, filters, columns)
     key = [k for k in ROW_KEY if k in frame.columns]
     if len(key) == len(ROW_KEY):

@@ -52,8 +52,10 @@ def setting(row: pd.Series) -> str:
 
 
 def figure(rows: int, cols: int, title: str):
+    """A grid of panels under ``title`` (at most two lines: keep titles short, details go in the panels)."""
     fig, axes = plt.subplots(rows, cols, figsize=(PANEL_W * cols, PANEL_H * rows + 0.5), squeeze=False)
-    fig.suptitle(textwrap.fill(title, width=int(PANEL_W * cols * 15)), fontsize=9)
+    fig.suptitle(textwrap.fill(title, width=int(PANEL_W * cols * 15), max_lines=2, placeholder=" …"),
+                 fontsize=9)
     return fig, axes
 
 
@@ -65,11 +67,15 @@ def no_data(title: str, why: str):
     return fig
 
 
+# no dates or library versions in the files: the same results give the same bytes
+METADATA = {".png": {"Software": None}, ".pdf": {"CreationDate": None, "Creator": None, "Producer": None}}
+
+
 def save(fig, out: Path, name: str) -> list[Path]:
     fig.tight_layout()
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for path in paths:
-        fig.savefig(path, metadata={"CreationDate": None} if path.suffix == ".pdf" else None)
+        fig.savefig(path, metadata=METADATA[path.suffix])
     plt.close(fig)
     return paths
 
@@ -85,8 +91,7 @@ def _best(frame: pd.DataFrame) -> pd.Series:
 
 
 def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
-    title = (f"Quantization alone (solid) + {drafter} (hatched; crossed out where {drafter} is slower), over 16-bit "
-             f"AR; ↑ = {drafter} over same-precision AR")
+    title = f"Speedup over 16-bit AR: quantization (solid) + {drafter} (hatched); ↑ {drafter} over same-precision AR"
     ar = stats[stats.drafter == "none"]
     if ar.empty:
         return no_data(title, "no autoregressive runs")
@@ -128,7 +133,8 @@ def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
 
 
 def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, style: str = "-") -> None:
-    """A line per group: colour = scheme, marker = the group's rank within its scheme."""
+    """A line per group: colour = scheme, marker = the group's rank within its scheme; dashed lines (a second
+    denominator) have hollow markers, so no two legend entries look alike."""
     seen: dict[str, int] = {}
     for key, line in frame.groupby(group, sort=True, dropna=False):
         line = line.sort_values(x)
@@ -136,7 +142,7 @@ def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, 
         color, rank = COLORS.get(scheme, "0.5"), seen.setdefault(scheme, 0)
         seen[scheme] += 1
         ax.plot(line[x], line[y], style, marker=MARKERS[rank % len(MARKERS)], ms=3.5, color=color,
-                label=label_of(line.iloc[0]))
+                markerfacecolor="white" if style != "-" else color, label=label_of(line.iloc[0]))
         if f"{y}_lo" in line and line[f"{y}_lo"].notna().any():
             ax.fill_between(line[x], line[f"{y}_lo"], line[f"{y}_hi"], color=color, alpha=0.15, lw=0)
 
@@ -166,8 +172,8 @@ def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tup
 
 def tree_sweep(stats: pd.DataFrame):
     eagle = stats[stats.drafter == "eagle"]
-    return sweep(eagle, "EAGLE-2: tau, T_v(n)/T_t and speedup against tree size (2505.22179 Figs. 2-3); T_v(n)/T_t "
-                 "from probes where one matches n, else from step timings; dashed: over 16-bit AR",
+    return sweep(eagle, "EAGLE-2 against tree size (2505.22179 Figs. 2-3); T_v(n)/T_t from probes or step "
+                 "timings; dashed: over 16-bit AR",
                  "drafter.tree_size", "tree size n (verified tokens)",
                  [("tau", "tau (bonus counted)"), ("tv_over_tt", "T_v(n)/T_t"),
                   ("speedup", "speedup over same-precision AR")],
@@ -184,7 +190,8 @@ def temperature(stats: pd.DataFrame):
     ngram = stats[stats.drafter == "ngram"]
     frame = ngram.assign(setting=ngram.setting.str.replace(r" · T=[0-9.]+$", "", regex=True))
     return sweep(frame, "n-gram drafting against temperature (Quasar Table 2); dashed: over 16-bit AR",
-                 "runtime.temperature", "temperature T", [("speedup", "speedup (prefill excl.)"), ("tau", "L")],
+                 "runtime.temperature", "temperature T", [("speedup", "speedup (prefill excl.)"),
+                                                          ("tau", "L (accepted length)")],
                  ["scheme_label", "drafter.min_n", "drafter.max_n", "drafter.num_tokens"], _ngram_label,
                  "no n-gram runs")
 
@@ -192,7 +199,7 @@ def temperature(stats: pd.DataFrame):
 def k_gamma(stats: pd.DataFrame):
     ngram = stats[stats.drafter == "ngram"]
     return sweep(ngram, "n-gram drafting against gamma, a line per K (Quasar Table 3)", "drafter.num_tokens",
-                 "gamma (draft tokens)", [("speedup", "speedup (prefill excl.)"), ("tau", "L")],
+                 "gamma (draft tokens)", [("speedup", "speedup (prefill excl.)"), ("tau", "L (accepted length)")],
                  ["scheme_label", "drafter.min_n", "drafter.max_n"],
                  lambda r: f"{r.scheme_label} K=({r['drafter.min_n']:g},{r['drafter.max_n']:g})", "no n-gram runs")
 

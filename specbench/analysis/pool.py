@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from specbench.analysis.load import matches
+from specbench.analysis.resolve import Resolution, canon, resolve, run_dates
 
 IDENTITY = ["config_hash", "env.gpu", "output.name"]
 MATCH_KEYS = [
@@ -28,19 +29,6 @@ LIKENESS = ("model.", "quant.", "dataset.", "timing.", "runtime.", "output.name"
 SIXTEEN_BIT = ["fp16", "bf16", "none"]
 SUMS = ["new_tokens", "decode_s", "total_s", "steps", "accepted_tokens", "drafted_tokens", "draft_ms", "verify_ms",
         "drafter_prefill_ms", "prompt_tokens", "draft_depth_sum", "correct"]
-
-
-def canon(value: Any) -> Any:
-    """A comparable form of a config value: nulls are None, integral floats are ints."""
-    if isinstance(value, (list, tuple, dict)):
-        return value
-    if value is None or pd.isna(value):
-        return None
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return int(value) if float(value).is_integer() else float(value)
-    return value
 
 
 def describe_overrides(spec: Mapping) -> str:
@@ -76,9 +64,12 @@ class Pool:
     def __init__(self, data: pd.DataFrame, probes: pd.DataFrame | None = None):
         columns = {c: data[c].astype(object) if pd.api.types.is_string_dtype(data[c].dtype) else data[c]
                    for c in data.columns}  # numpy-backed strings: fast boolean indexing
-        self.data = pd.DataFrame({**columns, "_run": run_ids(data) if len(data) else None}, index=data.index)
+        every = pd.DataFrame({**columns, "_run": run_ids(data) if len(data) else None}, index=data.index)
+        runs = every.drop_duplicates("_run").set_index("_run", drop=False)
+        self.resolution: Resolution = resolve(runs, run_dates(every, every["_run"]) if len(every) else pd.Series())
+        self.data = every[every["_run"].isin(self.resolution.kept)]  # the newest run of each configuration
         self.probes = probes
-        self.runs = self.data.drop_duplicates("_run").set_index("_run", drop=False)
+        self.runs = runs.loc[[r for r in runs.index if r in set(self.resolution.kept)]]
         self._rows = self.data.groupby("_run").groups
         self._canon = {k: np.array([canon(v) for v in self.runs[k]], dtype=object)
                        for k in self.runs.columns if k.startswith(LIKENESS) or k in MATCH_KEYS}

@@ -174,6 +174,16 @@ def runs_markdown(stats: pd.DataFrame) -> str:
             "(column eq1_source of runs.csv).\n\n" + markdown(header, lines))
 
 
+def superseded_markdown(resolution) -> str:
+    """The runs left out because a newer run of the same configuration exists (docs/analysis.md, "Several runs")."""
+    lines = [[resolution.describe(old), resolution.describe(run)] for run in resolution.kept
+             for old in resolution.older.get(run, [])]
+    if not lines:
+        return ""
+    return ("\n## Superseded runs\n\nOlder runs of a configuration measured again; only the newest is used.\n\n"
+            + markdown(["older run", "superseded by"], lines))
+
+
 def canon_text(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
@@ -194,7 +204,8 @@ def write_all(manifests: list[Manifest], pool, out: Path, n_boot: int, seed: int
         index.append("")
     stats = cell_stats(pool.data.drop(columns="_run"), probes=pool.probes, n_boot=n_boot, seed=seed) \
         if len(pool.data) else pd.DataFrame()
-    (out / "runs.md").write_text(runs_markdown(stats) if len(stats) else "# Every run found\n\nNo results.\n")
+    (out / "runs.md").write_text((runs_markdown(stats) if len(stats) else "# Every run found\n\nNo results.\n")
+                                 + superseded_markdown(pool.resolution))
     stats.to_csv(out / "runs.csv", index=False)
     (out / "README.md").write_text("\n".join(index) + "\n- [Every run found](runs.md)\n")
     return [*written, out / "runs.md", out / "runs.csv", out / "README.md"]

@@ -40,7 +40,8 @@ def read_rows(path: str | Path) -> list[dict]:
             try:
                 rows.append(json.loads(line))
             except json.JSONDecodeError as err:
-                raise ValueError(f"{path}:{number}: not a JSON line ({err.msg})") from None
+                raise ValueError(f"{path}:{number}: not a JSON line ({err.msg}, column {err.colno}): "
+                                 f"{line.strip()[:60]!r}") from None
     return rows
 
 

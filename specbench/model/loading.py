@@ -64,7 +64,7 @@ def resolve_checkpoint(source: str, patterns: list[str] = WEIGHT_PATTERNS) -> Pa
     except Exception as err:  # network, auth, or not-found errors all end here
         raise ModelSourceError(
             f"could not fetch {source!r} from the Hugging Face Hub ({type(err).__name__}: {err}). Download it "
-            "first (`huggingface-cli download ID`) and pass the local folder, log in for gated models, or set "
+            "first (`hf download ID --local-dir DIR`) and pass the local folder, log in for gated models, or set "
             "model.shape_only=true to time the architecture with random weights."
         ) from err
 

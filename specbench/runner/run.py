@@ -22,6 +22,7 @@ from specbench.datasets.scoring import score_answer
 from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
 from specbench.decoding.replay import ReplayAcceptance
+from specbench.errors import ConfigError
 from specbench.quantization import describe
 from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
 from specbench.runner.config import config_hash, flatten
@@ -112,7 +113,9 @@ def _run(cfg: DictConfig) -> list[Path]:
         questions = load_questions(cfg.dataset.name, path=cfg.dataset.path, categories=cfg.dataset.categories,
                                    question_begin=cfg.dataset.question_begin, question_end=cfg.dataset.question_end)
     if not questions:
-        raise ValueError(f"dataset {cfg.dataset.name} with these filters has no questions")
+        raise ConfigError(f"dataset={cfg.dataset.name} has no questions with these filters (dataset.categories="
+                          f"{cfg.dataset.categories}, dataset.question_begin={cfg.dataset.question_begin}, "
+                          f"dataset.question_end={cfg.dataset.question_end}); widen them")
     methods = [(method, run_dir(method)) for method in method_configs(cfg)]
     busy = []
     for method, folder in methods:  # a folder another process is measuring into is left for last

@@ -1,0 +1,52 @@
+"""Figures: distinct legend entries, titles of at most two lines, the same bytes from the same results; run labels
+from the settings that vary, not hashes."""
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import pytest
+
+from specbench.analysis import Pool, cell_stats, load_probes, load_results
+from specbench.analysis.labels import run_labels
+from specbench.analysis.plots import STYLE, eq1, k_gamma, save, scheme_label, setting, speedup_bars, temperature, \
+    tree_sweep
+
+SMOKE = Path(__file__).resolve().parents[1] / "results" / "smoke"
+
+
+@pytest.fixture(scope="module")
+def stats():
+    pool = Pool(load_results(SMOKE, steps=True), load_probes(SMOKE))
+    frame = cell_stats(pool.data.drop(columns="_run"), probes=pool.probes, n_boot=10)
+    return frame.assign(setting=frame.apply(setting, axis=1), scheme_label=frame.apply(scheme_label, axis=1))
+
+
+@pytest.mark.parametrize("make", [speedup_bars, tree_sweep, temperature, k_gamma, eq1])
+def test_figures_are_distinct_short_titled_and_reproducible(make, stats, tmp_path):
+    with plt.rc_context(STYLE):
+        fig = make(stats)
+        assert len(fig._suptitle.get_text().splitlines()) <= 2
+        for ax in fig.axes:
+            title = max((ax.get_title(loc) for loc in ("left", "center", "right")), key=len)
+            assert title == "" or len(title) > 2  # no panel titled "L"
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            looks = [(str(h.get_color()), h.get_marker(), h.get_linestyle(), str(h.get_markerfacecolor()))
+                     for h in legend.legend_handles if hasattr(h, "get_marker")]
+            assert len(looks) == len(set(looks)), [t.get_text() for t in legend.get_texts()]
+        (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+        first = save(fig, tmp_path / "a", "f")
+        second = save(make(stats), tmp_path / "b", "f")
+    for one, two in zip(first, second):
+        assert one.read_bytes() == two.read_bytes(), one.name
+    assert b"Matplotlib" not in first[0].read_bytes()  # no library version in the PNG
+
+
+def test_run_labels_name_the_varying_settings(stats):
+    ngram = stats[(stats.drafter == "ngram") & (stats["runtime.temperature"] == 0) & (stats["quant.scheme"] == "none")
+                  & (stats["dataset.max_new_tokens"] == 48)]
+    labels = run_labels(ngram)
+    assert labels.nunique() == len(ngram) == 5  # five n-gram configurations, five labels
+    assert "ngram min_n=1 max_n=3 num_tokens=7" in set(labels.str.replace(r" ?timing.repeats=\d", "", regex=True))
+    assert not labels.str.contains(r"[0-9a-f]{12}").any()

@@ -1,0 +1,24 @@
+"""The end-of-run summary names what was measured, gives intervals and says where each method's rows are."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from specbench.runner.summary import CPU_NOTE, print_summary, summarize
+
+SMOKE = Path(__file__).resolve().parents[1] / "results" / "smoke"
+
+
+def test_summary_names_the_setting_intervals_and_folders(capsys):
+    folders = sorted({p.parent for p in SMOKE.glob("tree_sweep/*/results.parquet")})[:2]
+    table = summarize(folders, n_boot=50)
+    assert set(table.folder) == set(folders)
+    print_summary(table)
+    out = capsys.readouterr().out
+    assert "specbench: tiny-target · quant " in out and "specbench_mini · CPU" in out
+    assert "[" in out and "95% bootstrap" in out
+    assert CPU_NOTE[:40] in out.replace("\n", " ") or CPU_NOTE[:20] in out
+    for _, row in table.iterrows():
+        assert f"results of {row.method}: {row.folder}" in out
+    assert not any(h in row.method for h in table.config_hash for _, row in table.iterrows())
+    assert pd.Series(table.method).str.startswith("eagle").all() and table.method.nunique() == len(table)
