@@ -43,7 +43,8 @@ class DatasetConf:
     ignore_eos: bool = False
     execute_code: bool = False  # opt in to running generated code for HumanEval pass@1 (sandboxed subprocess)
     synthetic_prompt_tokens: int = 128  # name=synthetic: random-token prompts, no tokenizer (shape-only timing)
-    synthetic_questions: int = 8
+    synthetic_questions: int = 8  # per task with synthetic=true
+    synthetic: bool = False  # a named benchmark's tasks as random-token prompts (specbench/datasets/synthetic.py)
 
 
 @dataclass
@@ -60,6 +61,8 @@ class TimingConf:
     replay_tau: Optional[float] = None
     replay_trace: Optional[list] = None
     replay_inner_tau: Optional[float] = None  # HierSpec: the intermediate's own accept length
+    replay_tau_by_task: Any = None  # task (or category) -> tau, over replay_tau for that task's questions
+    replay_source: Optional[str] = None  # where the replayed taus come from (copied into every row)
 
 
 @dataclass
