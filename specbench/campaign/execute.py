@@ -138,7 +138,7 @@ def execute(plan: list[Run], profile: Profile, root: Path, budget_s: float, ques
         if status == DONE or (status == FAILED and not retry_failed):
             continue
         left = budget_s - (time.monotonic() - start)
-        if left < MIN_START_S:
+        if left < MIN_START_S or counts[CUT]:  # the budget is spent: the rest is the next chunk's
             counts["pending"] += 1
             continue
         command = [*overrides(run, profile, root, questions, extra), f"hydra.run.dir={root / 'logs' / run.id}"]
