@@ -64,9 +64,11 @@ def marker(rows: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
-def why_empty(cell, gpu: str | None, note: str) -> str:
+def why_empty(cell, pool, gpu: str | None, note: str) -> str:
     """The reason a cell of the paper's column (``gpu`` None) or of a GPU column is empty."""
-    if cell.metric["metric"] in REAL_ONLY:
+    replayed_only = cell.metric["metric"] in REAL_ONLY and len(pool.select(
+        [c for c in cell.conditions if c not in REAL], cell.anys))
+    if replayed_only:
         return f"needs real weights ({cell.metric['metric']} of a shape-only run is its replayed input); {note}"
     if gpu is None and cell.options.get("gpu"):
         return f"needs an {cell.options['gpu']} (the paper's GPU); {note}"

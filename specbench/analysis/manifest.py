@@ -173,12 +173,13 @@ def _gpu_columns(manifest: Manifest, cell: Cell, pool: Pool, n_boot: int, seed: 
     """``<id>``, ``<id>_lo``, ``<id>_hi``, ``<id>_note`` and ``<id>_ratio`` (ours / paper) per GPU column."""
     out = {}
     for gpu in columns.gpu_columns(manifest):
-        found, note = _measure(columns.gpu_column(cell, gpu["gpu"]), pool, n_boot, seed, level)
+        gpu_cell = columns.gpu_column(cell, gpu["gpu"])
+        found, note = _measure(gpu_cell, pool, n_boot, seed, level)
         value = found.value if found else math.nan
         ratio = value / cell.paper.value if found and cell.paper.value and cell.options["compare"] else math.nan
         out.update({gpu["id"]: value, f"{gpu['id']}_lo": found.lo if found else math.nan,
                     f"{gpu['id']}_hi": found.hi if found else math.nan, f"{gpu['id']}_ratio": ratio,
-                    f"{gpu['id']}_note": note if found else columns.why_empty(cell, gpu["gpu"], note)})
+                    f"{gpu['id']}_note": note if found else columns.why_empty(gpu_cell, pool, gpu["gpu"], note)})
     return out
 
 
@@ -198,7 +199,7 @@ def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, le
             "published": cell.paper.published, "status": "filled" if ok else "not run",
             "value": found.value if ok else math.nan, "lo": found.lo if ok else math.nan,
             "hi": found.hi if ok else math.nan, "n": found.n if ok else 0, "ci": found.ci if ok else "",
-            "note": note if ok else columns.why_empty(cell, None, note),
+            "note": note if ok else columns.why_empty(cell, pool, None, note),
         }
         compare = ok and cell.options["compare"] and cell.paper.value is not None
         record["delta"] = found.value - cell.paper.value if compare else math.nan
