@@ -14,6 +14,7 @@ from specbench.analysis.pool import Pool
 from specbench.analysis.tables import write_table
 from specbench.campaign import execute as ex
 from specbench.campaign.__main__ import main as campaign
+from specbench.campaign.coverage import coverage
 from specbench.campaign.plan import runs
 from specbench.datasets.synthetic import TASK_LENGTHS, task_shaped_questions
 from specbench.runner.config import register_schemas
@@ -46,6 +47,16 @@ def test_every_experiment_of_the_plan_composes():
             cfg = compose("config", overrides=ex.overrides(run, ex.PROFILES["h200"], Path("/tmp/c"), 2))
             assert cfg.output.name == run.experiment and cfg.model.shape_only and cfg.dataset.synthetic
             assert cfg.timing.acceptance == "replay" and cfg.timing.replay_source == run.source()
+
+
+def test_the_plan_fills_the_h200_column_of_its_tables():
+    plan = [r for r in runs() if r.id.startswith(("hierspec_70b/w4a16/", "compat_llama3_8b/fp16/n60",
+                                                    "compat_llama3_8b/w8a8/n60"))]
+    found = coverage(plan, ex.PROFILES["h200"], [SPECMQUANT]).set_index("table")
+    assert found.loc["table2", "filled"] == 84  # every Table 2 cell but tau (4 methods x 7 columns x 3 metrics)
+    assert found.loc["table3", "filled"] == 14
+    assert found.loc["figure1a", "filled"] == 6  # FP16 and W8A8 x 3 metrics
+    assert found.loc["figure1b", "filled"] == 6 and found.loc["figure4_8b", "filled"] == 0
 
 
 def test_task_shaped_prompts_follow_the_stated_lengths_and_are_reproducible():

@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("profile", choices=sorted(PROFILES))
     parser.add_argument("--list", action="store_true", help="print the plan with an estimated GPU time per run")
     parser.add_argument("--verbose", action="store_true", help="with --list: each run's override list")
+    parser.add_argument("--coverage", action="store_true", help="the cells the plan fills, per table (stand-in rows "
+                        "from the composed configs, no GPU)")
     parser.add_argument("--budget-s", type=float, default=480.0, help="wall seconds for this chunk")
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--root", type=Path, help="campaign folder (default: the newest unfinished "
@@ -45,6 +47,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--set", nargs="*", default=[], help="extra Hydra overrides for every run, e.g. "
                         "quant.backend=torch (they change the config hash: new runs)")
     parser.add_argument("--retry-failed", action="store_true")
+    parser.add_argument("--manifests", type=Path, default=Path("experiments"), help="with --coverage")
     args = parser.parse_args(argv)
 
     profile = PROFILES[args.profile]
@@ -54,6 +57,12 @@ def main(argv: list[str] | None = None) -> dict:
     plan = select(runs(), args.only)
     if args.list:
         print(show(plan, profile, root, questions, args.verbose))
+        return {}
+    if args.coverage:
+        from specbench.analysis.manifest import load_all
+        from specbench.campaign.coverage import coverage
+
+        print(coverage(plan, profile, load_all(args.manifests)).to_string(index=False))
         return {}
     counts = execute(plan, profile, root, args.budget_s, questions, tuple(args.set), args.retry_failed)
     print(f"chunk: {counts['done']} done, {counts['cut']} cut, {counts['failed']} failed, {counts['pending']} left; "

@@ -80,16 +80,17 @@ QUASAR_T0 = {"ngram": [1.21, 1.36, 1.44, 1.16, 1.19], "quasar": [1.25, 1.41, 1.4
 QUASAR_TEMPERATURE = {0.0: (1.33, 1.40), 0.2: (1.31, 1.39), 0.4: (1.30, 1.38), 0.6: (1.29, 1.36), 0.8: (1.28, 1.35)}
 QUASAR_GAMMA = {3: (1.35, 1.44), 5: (1.43, 1.46), 7: (1.49, 1.49), 9: (1.52, 1.59)}
 QUASAR_SOURCE = "Quasar Tab.1 [P] (OpenPangu-7B, T=0)"
+QUASAR_PRUNED = {"prune90": 1.62, "prune75": 1.27, "prune50": 1.03}  # Quasar Tab.5 [P], L over the five tasks
 
 SHAPE_ONLY_TARGET = (f"{KEYS['shape_only']}=true", f"{KEYS['acceptance']}=replay")
 SHAPE_ONLY = (*SHAPE_ONLY_TARGET, f"{KEYS['head']}=random")  # with an EAGLE head for the drafter
 LONG_PROMPTS = (f"{KEYS['max_seq_len']}=3072",)  # Spec-Bench summarization prompts (<= 1519) + 1024 new tokens
 
 
-def _run(id: str, experiment: str, target: str, cell: str, method: str | None, taus: dict, *extra: str,
+def _run(id: str, experiment: str, target: str, cell: str | None, method: str | None, taus: dict, *extra: str,
          methods: int = 1, tasks: int = 1, new_tokens: int = 1024) -> Run:
-    overrides = [f"+experiment={experiment}", f"experiment/cell={cell}", *([f"experiment/method={method}"]
-                                                                          if method else [])]
+    overrides = [f"+experiment={experiment}", *([f"experiment/cell={cell}"] if cell else []),
+                 *([f"experiment/method={method}"] if method else [])]
     return Run(id, experiment, target, (*overrides, *extra), taus, methods, tasks, new_tokens)
 
 
@@ -112,7 +113,7 @@ def _figure4_70b_other_precisions() -> list[Run]:
 
 
 L3_8B_CELLS = ("l3_8b_fp16", "l3_8b_w8a8", "l3_8b_w4a16", "l3_8b_w4a8", "l3_8b_w4a8_g128")
-L3_70B_CELLS = ("l3_70b_w8a8", "l3_70b_w4a16", "l3_70b_w4a8")
+L3_70B_CELLS = ("l3_70b_w8a8", "l3_70b_w4a16", "l3_70b_w4a8", "l3_70b_w4a8_g128")
 
 
 def _compat(trees: tuple[int, ...], big: bool) -> list[Run]:
@@ -189,10 +190,21 @@ def _quasar_temperature() -> list[Run]:
             for task in QUASAR_TASKS]
 
 
+def _quasar_pruning() -> list[Run]:
+    out = []
+    for method, tau in QUASAR_PRUNED.items():
+        source = Tau(tau, f"Quasar Tab.5 [P] {method.removeprefix('prune')}% layers: five-task L, applied to each task")
+        for task, dataset in QUASAR_TASKS.items():
+            tasks = [f"{KEYS['tasks']}=[mt_bench]"] if task == "mt_bench" else []
+            out.append(_run(f"quasar_pruning/{method}/{task}", "quasar_pruning", "qwen3_8b", None, f"q3_{method}",
+                            {task: source}, f"dataset={dataset}", *tasks, *SHAPE_ONLY_TARGET, methods=2))
+    return out
+
+
 def runs() -> list[Run]:
     """Every run, most valuable first: Table 2/3 and Fig. 4 (70B), Fig. 1 (n = 60 / 48), Fig. 4 (8B), the tree
     sweeps of Fig. 2/3, Fig. 5, the d x d1 sweep, EAGLE-3, then Quasar's tables."""
     return [*_hierspec_70b(), *_compat((60,), big=False), *_compat((48,), big=True), *_eagle_configs(),
             *_figure4_70b_other_precisions(), *_compat((10, 20, 30, 40, 50), big=False),
             *_compat((24, 32, 40), big=True), *_drafting_time(), *_hierspec_sweep(), *_eagle3(), *_quasar_table1(),
-            *_quasar_sensitivity(), *_quasar_temperature()]
+            *_quasar_sensitivity(), *_quasar_pruning(), *_quasar_temperature()]

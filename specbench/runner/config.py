@@ -118,8 +118,9 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased
-IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s")
+# not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased, where a replayed
+# tau comes from (its value is part of the identity)
+IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s", "timing.replay_source")
 
 
 def config_hash(cfg: DictConfig) -> str:

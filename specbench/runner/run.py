@@ -38,7 +38,8 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def method_configs(cfg: DictConfig) -> list[DictConfig]:
-    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``."""
+    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``. A replayed
+    AR baseline replays tau = 1 whatever the job's drafter replays, so the jobs of one target share it."""
     drafters = []
     if cfg.get("baseline", False) and cfg.drafter.name != "none":
         drafters.append(OmegaConf.load(CONF_DIR / "drafter" / "none.yaml"))
@@ -49,6 +50,9 @@ def method_configs(cfg: DictConfig) -> list[DictConfig]:
     for drafter in drafters:
         one = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("drafter", "compare", "baseline")])
         one.drafter = drafter
+        if drafter.name == "none" and one.timing.acceptance == "replay":  # AR accepts nothing: one run for every tau
+            one.timing.replay_tau, one.timing.replay_trace, one.timing.replay_tau_by_task = 1.0, None, None
+            one.timing.replay_source = "autoregressive: tau = 1"
         out.append(one)
     return out
 
