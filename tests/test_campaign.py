@@ -11,7 +11,8 @@ from hydra import compose, initialize_config_dir
 
 from specbench.analysis.manifest import fill, load
 from specbench.analysis.pool import Pool
-from specbench.analysis.tables import write_table
+from specbench.analysis.cells import cell_stats
+from specbench.analysis.tables import runs_markdown, write_table
 from specbench.campaign import execute as ex
 from specbench.campaign.__main__ import main as campaign
 from specbench.campaign.coverage import coverage
@@ -158,6 +159,11 @@ def test_fake_campaign_fills_the_h200_column_never_the_a100_one_and_never_shows_
                 both.reset_index(), tmp_path)
     text = (tmp_path / "specmquant_table2.md").read_text()
     assert "H200†: 2.0" in text and "H200: not run" in text
+    runs_md = runs_markdown(cell_stats(pd.concat([h200, a100], ignore_index=True), n_boot=20))
+    replayed = [line for line in runs_md.splitlines() if "| shape_only |" in line]
+    assert len(replayed) == 2 and all("| replay (every task 3" in line for line in replayed)
+    taus = [line.split(" | ")[12] for line in runs_md.splitlines() if "| eagle" in line]  # the τ column
+    assert sorted(t.endswith("(replayed)") for t in taus) == [False, True] and all("3.0" in t for t in taus)
 
 
 def test_two_runs_of_one_configuration_are_never_mixed():
