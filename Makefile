@@ -2,7 +2,7 @@
 PY ?= python
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: install install-gpu test test-fast run tables plots docs
+.PHONY: install install-gpu test test-fast run tables plots docs campaign campaign-list
 
 install:  ## everything, with the CPU build of torch (pip finds it on local disk here; elsewhere use the CPU index)
 	$(PY) -m pip install "$(TORCH_CPU)"
@@ -34,3 +34,11 @@ tables:  ## every manifest table (experiments/*.yaml) as Markdown + LaTeX, from 
 
 plots:  ## every figure as PNG + PDF, from the parquet files (and quant_linear.json) under RESULTS
 	$(PY) -m specbench.analysis plots --results $(RESULTS) --out $(FIGURES_OUT) --n-boot $(N_BOOT)
+
+BUDGET_S ?= 480
+
+campaign:  ## one resumable chunk of the H200 shape-only campaign (run it again to resume); see docs/analysis.md
+	$(PY) -m specbench.campaign h200 --budget-s $(BUDGET_S)
+
+campaign-list:  ## the campaign's plan with an estimated GPU time per run and what is done
+	$(PY) -m specbench.campaign h200 --list

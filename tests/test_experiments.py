@@ -50,7 +50,7 @@ def sweep(cfg) -> dict[str, list[str]]:
 
 
 def test_every_experiment_has_a_smoke_variant_and_names_its_source():
-    assert len(EXPERIMENTS) == 13
+    assert len(EXPERIMENTS) == 14
     for name in EXPERIMENTS:
         text = (CONF / "experiment" / f"{name}.yaml").read_text()
         assert text.startswith("# @package _global_"), name
@@ -227,6 +227,7 @@ SMOKE_RUNS = [  # (experiment, extra overrides): every drafter and both acceptan
     ("quasar_sensitivity", ["experiment/ngram_k=k2_4"]),
     ("quasar_pruning", []),
     ("quasar_accuracy", []),
+    ("specmquant_accuracy", []),
 ]
 
 

@@ -228,9 +228,9 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "drafter_prefill_ms": ("drafter_prefill_ms", {}),
     "draft_ms_per_step": ("draft_ms_per_step", {}),
 }
-RUN_COLUMNS = ["model.source", "weights", "acceptance_source", "quant.scheme", "quant.backend", "quant.group_size",
-               "quant.rotated", "drafter", "dataset.name", "dataset.max_new_tokens", "runtime.temperature",
-               "runtime.device", "env.gpu", "output.name", "config_hash"]
+RUN_COLUMNS = ["model.source", "weights", "acceptance_source", "timing.replay_source", "quant.scheme", "quant.backend",
+               "quant.group_size", "quant.rotated", "drafter", "dataset.name", "dataset.max_new_tokens",
+               "runtime.temperature", "runtime.device", "env.gpu", "output.name", "config_hash"]
 
 
 def cell_stats(data: pd.DataFrame, by: list[str] | None = None, probes: pd.DataFrame | None = None,

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pandas as pd
 import yaml
 
+from specbench.analysis import columns
 from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate
 from specbench.analysis.cells import evaluate
 from specbench.analysis.pool import Pool
@@ -26,9 +27,9 @@ from specbench.analysis.pool import Pool
 LABELS = ("P", "C", "D", "?")
 PAPER = re.compile(r"^\s*(?P<body>.*?)\s*(?:\[(?P<label>[PCD?])\])?\s*$")
 NUMBER = re.compile(r"^(?P<approx>[~≈])?\s*(?P<num>[-+]?\d+(?:\.\d+)?)\s*(?P<unit>[×x%]|ms|tok/s)?$")
-OPTIONS = ("prefill", "average", "baseline", "base_model", "over", "tolerance", "compare")
+OPTIONS = ("prefill", "average", "baseline", "base_model", "over", "tolerance", "compare", "gpu")
 DEFAULTS = {"prefill": "excluded", "average": "macro", "baseline": "same_precision", "base_model": None,
-            "over": None, "tolerance": None, "compare": True}
+            "over": None, "tolerance": None, "compare": True, "gpu": None}
 NOT_PUBLISHED = "not published [?]"
 
 
@@ -159,12 +160,37 @@ def _name(baseline) -> str:
     return baseline if isinstance(baseline, str) else "cell baseline"
 
 
+def _measure(cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> tuple[Estimate | None, str]:
+    """The cell's estimate (None when empty) and its note: what the rows are, or why there is no value."""
+    found = _evaluate(cell, pool, cell.options, n_boot, seed, level)
+    if isinstance(found, Estimate) and math.isfinite(found.value):
+        mark = columns.marker(pool.select(cell.conditions, cell.anys))
+        return found, "; ".join(n for n in (mark, found.note) if n)
+    return None, found if isinstance(found, str) else "no finite value"
+
+
+def _gpu_columns(manifest: Manifest, cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> dict:
+    """``<id>``, ``<id>_lo``, ``<id>_hi``, ``<id>_note`` and ``<id>_ratio`` (ours / paper) per GPU column."""
+    out = {}
+    for gpu in columns.gpu_columns(manifest):
+        gpu_cell = columns.gpu_column(cell, gpu["gpu"])
+        found, note = _measure(gpu_cell, pool, n_boot, seed, level)
+        value = found.value if found else math.nan
+        ratio = value / cell.paper.value if found and cell.paper.value and cell.options["compare"] else math.nan
+        out.update({gpu["id"]: value, f"{gpu['id']}_lo": found.lo if found else math.nan,
+                    f"{gpu['id']}_hi": found.hi if found else math.nan, f"{gpu['id']}_ratio": ratio,
+                    f"{gpu['id']}_note": note if found else columns.why_empty(gpu_cell, pool, gpu["gpu"], note)})
+    return out
+
+
 def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, level: float = LEVEL) -> pd.DataFrame:
-    """One row per cell: the paper's value, ours with its interval (or why there is none), the difference."""
+    """One row per cell: the paper's value, ours on the paper's GPU with its interval (or why there is none), the
+    difference, and the same cell on each of the manifest's ``gpu_columns``."""
     records = []
-    for cell in cells(manifest):
-        found = _evaluate(cell, pool, cell.options, n_boot, seed, level)
-        ok = isinstance(found, Estimate) and math.isfinite(found.value)
+    for paper_cell in cells(manifest):
+        cell = columns.paper_column(paper_cell)
+        found, note = _measure(cell, pool, n_boot, seed, level)
+        ok = found is not None
         record = {
             "paper_id": manifest.id, "table": cell.table, "row": cell.row["id"], "row_label": cell.row["label"],
             "column": cell.column["id"], "column_label": cell.column["label"], "metric": cell.metric["id"],
@@ -173,7 +199,7 @@ def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, le
             "published": cell.paper.published, "status": "filled" if ok else "not run",
             "value": found.value if ok else math.nan, "lo": found.lo if ok else math.nan,
             "hi": found.hi if ok else math.nan, "n": found.n if ok else 0, "ci": found.ci if ok else "",
-            "note": found.note if ok else (found if isinstance(found, str) else "no finite value"),
+            "note": note if ok else columns.why_empty(cell, pool, None, note),
         }
         compare = ok and cell.options["compare"] and cell.paper.value is not None
         record["delta"] = found.value - cell.paper.value if compare else math.nan
@@ -184,5 +210,6 @@ def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, le
             for name, opts in variants(cell):
                 other = _evaluate(cell, pool, opts, n_boot, seed, level)
                 record[f"variant:{name}"] = other if isinstance(other, str) else (other.value, other.lo, other.hi)
+        record.update(_gpu_columns(manifest, paper_cell, pool, n_boot, seed, level))
         records.append(record)
     return pd.DataFrame(records)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.analysis.cells import cell_stats
+from specbench.analysis.columns import SHAPE_ONLY_MARK, gpu_columns
 from specbench.analysis.manifest import Manifest, fill
 
 UNITS = {"speedup": "×", "added_speedup": "×", "predicted_speedup": "×"}
@@ -27,15 +28,26 @@ def number(value: float, kind: str, signed: bool = False) -> str:
     return f"{value:{'+' if signed else ''}.{DECIMALS.get(kind, 2)}f}"
 
 
-def ours(cell: pd.Series) -> str:
-    """``1.07 ± 0.03×`` (half the interval), or ``not run``."""
-    if cell.status != "filled":
+def ours(cell: pd.Series, column: str = "value") -> str:
+    """``1.07 ± 0.03×`` (half the interval), or ``not run``; ``column`` names a GPU column's value instead of the
+    paper column's."""
+    value = cell[column] if column in cell.index else math.nan
+    if not math.isfinite(value):
         return "not run"
-    spread = (cell.hi - cell.lo) / 2
-    text = number(cell.value, cell.kind)
+    lo, hi = (cell.lo, cell.hi) if column == "value" else (cell[f"{column}_lo"], cell[f"{column}_hi"])
+    spread = (hi - lo) / 2
+    text = number(value, cell.kind)
     if math.isfinite(spread):
         text += f" ± {number(spread, cell.kind)}"
     return text + UNITS.get(cell.kind, "")
+
+
+def on_gpu(cell: pd.Series, gpu: dict) -> str:
+    """A GPU column's cell: ``H200†: 1.07 ± 0.03× (0.95 of paper)``, † marking shape-only rows."""
+    mark = SHAPE_ONLY_MARK if str(cell[f"{gpu['id']}_note"]).startswith(SHAPE_ONLY_MARK) else ""
+    ratio = cell[f"{gpu['id']}_ratio"]
+    return (f"{gpu['label']}{mark}: {ours(cell, gpu['id'])}"
+            + (f" ({number(ratio, 'ratio')} of paper)" if math.isfinite(ratio) else ""))
 
 
 def delta(cell: pd.Series) -> str:
@@ -45,15 +57,18 @@ def delta(cell: pd.Series) -> str:
     return number(cell.delta, cell.kind, signed=True) + mark
 
 
-def grid(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    """The paper-shaped table: a line per row x metric, a column per table column."""
+def grid(cells: pd.DataFrame, gpus: list[dict] = ()) -> tuple[list[str], list[list[str]]]:
+    """The paper-shaped table: a line per row x metric, a column per table column; each cell ``paper → ours``,
+    then the same cell on each GPU column."""
     columns = list(dict.fromkeys(cells.column_label))
     header = ["", "metric", *columns]
     lines = []
     for (_, _), group in cells.groupby(["row", "metric"], sort=False):
         first = group.iloc[0]
-        texts = {c.column_label: f"{c.paper} → {ours(c)}" + (f" (Δ {delta(c)})" if math.isfinite(c.delta) else "")
-                 for c in group.itertuples()}
+        texts = {}
+        for _, c in group.iterrows():
+            paper = f"{c.paper} → {ours(c)}" + (f" (Δ {delta(c)})" if math.isfinite(c.delta) else "")
+            texts[c.column_label] = " · ".join([paper, *[on_gpu(c, g) for g in gpus]])
         lines.append([first.row_label, first.metric_label, *[texts[c] for c in columns]])
     return header, lines
 
@@ -61,14 +76,22 @@ def grid(cells: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
 LONG_HEADER = ["row", "column", "metric", "paper", "ours", "95% CI", "Δ", "n", "note"]
 
 
-def long_form(cells: pd.DataFrame) -> list[list[str]]:
+def long_header(gpus: list[dict] = ()) -> list[str]:
+    return [*LONG_HEADER, *[h for g in gpus for h in (g["label"], f"{g['label']} / paper", f"{g['label']} note")]]
+
+
+def long_form(cells: pd.DataFrame, gpus: list[dict] = ()) -> list[list[str]]:
+    """One line per cell: the paper column, then value, ratio to the paper and note of each GPU column."""
     out = []
-    for c in cells.itertuples():
+    for _, c in cells.iterrows():
         ci = f"[{number(c.lo, c.kind)}, {number(c.hi, c.kind)}]" if c.status == "filled" else "—"
         if c.status == "filled" and c.ci != "bootstrap":
             ci += f" ({c.ci})"
-        out.append([c.row_label, c.column_label, c.metric_label, c.paper, ours(c), ci, delta(c),
-                    str(c.n) if c.n else "—", c.note or "—"])
+        line = [c.row_label, c.column_label, c.metric_label, c.paper, ours(c), ci, delta(c),
+                str(c.n) if c.n else "—", c.note or "—"]
+        for g in gpus:
+            line += [ours(c, g["id"]), number(c[f"{g['id']}_ratio"], "ratio"), c[f"{g['id']}_note"] or "—"]
+        out.append(line)
     return out
 
 
@@ -97,7 +120,7 @@ def markdown(header: list[str], lines: list[list[str]]) -> str:
 
 LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
          "}": r"\}", "~": r"$\sim$", "^": r"\^{}", "×": r"$\times$", "±": r"$\pm$", "→": r"$\to$",
-         "Δ": r"$\Delta$",
+         "Δ": r"$\Delta$", "†": r"$\dagger$", "·": r"$\cdot$",
          "τ": r"$\tau$", "≈": r"$\approx$", "—": "--", "✓": r"$\checkmark$", "✗": r"$\times$", "<": r"$<$",
          ">": r"$>$", "–": "--"}
 
@@ -126,26 +149,30 @@ def _counts(cells: pd.DataFrame) -> str:
 
 def write_table(manifest: Manifest, table: dict, cells: pd.DataFrame, out: Path) -> list[Path]:
     stem = out / f"{manifest.id}_{table['id']}"
-    head, lines = grid(cells)
+    gpus = gpu_columns(manifest)
+    head, lines = grid(cells, gpus)
     vhead, vlines = variant_rows(cells)
     meta = [f"# {table['title']}", "", f"Paper: {manifest.data['title']} (arXiv {manifest.data.get('arxiv')}); "
             f"values from {manifest.data.get('spec')}.", "",
             f"Runs: `python -m specbench -m {table['experiment']}`" if table.get("experiment") else
             "Runs: no Hydra experiment (see the notes).", "", _counts(cells), ""]
     meta += [f"- {n}" for n in table.get("notes", [])] + [""]
-    md = "\n".join(meta) + "\n## Table\n\n" + markdown(head, lines) + "\n## Cells\n\n" + markdown(LONG_HEADER,
-                                                                                                 long_form(cells))
+    long = markdown(long_header(gpus), long_form(cells, gpus))
+    md = "\n".join(meta) + "\n## Table\n\n" + markdown(head, lines) + "\n## Cells\n\n" + long
     if vlines:
         md += ("\n## Speedup denominators\n\nbaseline / prefill / average; value [95% CI].\n\n"
                + markdown(vhead, vlines))
-    tex = latex(head, lines, table["title"]) + "\n" + latex(LONG_HEADER, long_form(cells), table["title"] + " (cells)")
+    tex = latex(head, lines, table["title"]) + "\n" + latex(long_header(gpus), long_form(cells, gpus),
+                                                             table["title"] + " (cells)")
     stem.with_suffix(".md").write_text(md)
     stem.with_suffix(".tex").write_text(tex)
     return [stem.with_suffix(".md"), stem.with_suffix(".tex")]
 
 
-RUN_VIEW = [("run", None), ("model", "model.source"), ("quant", "quant.scheme"), ("drafter", "drafter"),
-            ("dataset", "dataset.name"), ("T", "runtime.temperature"), ("device", None), ("n", "n_questions")]
+RUN_VIEW = [("run", None), ("model", "model.source"), ("weights", "weights"), ("quant", "quant.scheme"),
+            ("drafter", "drafter"), ("dataset", "dataset.name"), ("T", "runtime.temperature"), ("device", None),
+            ("n", "n_questions"), ("acceptance", "acceptance_source")]
+REPLAYED = ("tau", "alpha")  # statistics a replayed run imposes instead of measuring: shown without an interval
 RUN_STATS = [("tok/s", "tok_s"), ("tok/s e2e", "tok_s_e2e"), ("τ", "tau"), ("α", "alpha"),
              ("speedup", "speedup"), ("speedup e2e", "speedup_e2e"), ("speedup vs 16-bit", "speedup16"),
              ("Eq. (1)", "predicted_speedup"), ("T_v/T_t", "tv_over_tt")]
@@ -158,20 +185,28 @@ def runs_markdown(stats: pd.DataFrame) -> str:
                             if k.startswith("drafter.") and k != "drafter.name" and ".model." not in k
                             and ".quant." not in k and not pd.isna(r[k]))
         device = r.get("env.gpu") if isinstance(r.get("env.gpu"), str) else r.get("runtime.device")
-        ident = [r["config_hash"], r["model.source"], r["quant.scheme"], f"{r['drafter']} {settings}".strip(),
-                 r["dataset.name"], f"{r['runtime.temperature']:g}", device, str(int(r.get("n_questions", 0) or 0))]
+        replayed = r.get("acceptance_source") == "replay"
+        source = r.get("timing.replay_source")
+        acceptance = f"replay ({source})" if replayed and isinstance(source, str) else r.get("acceptance_source")
+        ident = [r["config_hash"], r["model.source"], r.get("weights"), r["quant.scheme"],
+                 f"{r['drafter']} {settings}".strip(), r["dataset.name"], f"{r['runtime.temperature']:g}", device,
+                 str(int(r.get("n_questions", 0) or 0)), acceptance]
         values = []
         for _, key in RUN_STATS:
             kind = "speedup" if "speedup" in key else key
             cell = number(r[key], kind)
-            if math.isfinite(r.get(f"{key}_lo", math.nan)):
+            if replayed and key in REPLAYED:
+                cell += " (replayed)" if math.isfinite(r[key]) else ""
+            elif math.isfinite(r.get(f"{key}_lo", math.nan)):
                 cell += f" [{number(r[f'{key}_lo'], kind)}, {number(r[f'{key}_hi'], kind)}]"
             values.append(cell)
         lines.append([*ident, *values])
     header = [name for name, _ in RUN_VIEW] + [name for name, _ in RUN_STATS]
     return ("# Every run found\n\nValue [95% bootstrap CI over questions]; speedups over the same-precision AR run "
             "unless marked 16-bit; tok/s excludes prefill unless e2e; Eq. (1) from probes or step timings "
-            "(column eq1_source of runs.csv).\n\n" + markdown(header, lines))
+            "(column eq1_source of runs.csv). weights: real or shape_only (random weights of the real shapes); "
+            "acceptance: real, or replay with the source of the imposed τ, whose τ and α are inputs (no interval)."
+            "\n\n" + markdown(header, lines))
 
 
 def superseded_markdown(resolution) -> str:

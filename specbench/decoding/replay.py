@@ -48,3 +48,24 @@ class ReplayAcceptance:
             row = nodes[-1] + 1
         bonus = int(logits[row].argmax())
         return Acceptance(nodes, [draft.tokens[i] for i in nodes] + [bonus])
+
+
+def per_task_replay(timing, dataset: str):
+    """A function of a question's category giving its replayed acceptance: ``timing.replay_tau_by_task`` names a
+    tau per task (or per category) of ``dataset``; other questions take ``replay_tau`` / ``replay_trace``. Each task
+    keeps its own step counter, so each spreads its own tau evenly over its steps."""
+    from specbench.datasets.synthetic import task_of
+
+    by_task = dict(timing.get("replay_tau_by_task") or {})
+    rules: dict[str, ReplayAcceptance] = {}
+
+    def rule(category: str) -> ReplayAcceptance:
+        key = category if category in by_task else task_of(dataset, category)
+        if key not in by_task:
+            key = None
+        if key not in rules:
+            rules[key] = (ReplayAcceptance(tau=float(by_task[key])) if key is not None
+                          else ReplayAcceptance(timing.replay_tau, timing.replay_trace))
+        return rules[key]
+
+    return rule

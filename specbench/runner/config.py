@@ -43,7 +43,8 @@ class DatasetConf:
     ignore_eos: bool = False
     execute_code: bool = False  # opt in to running generated code for HumanEval pass@1 (sandboxed subprocess)
     synthetic_prompt_tokens: int = 128  # name=synthetic: random-token prompts, no tokenizer (shape-only timing)
-    synthetic_questions: int = 8
+    synthetic_questions: int = 8  # per task with synthetic=true
+    synthetic: bool = False  # a named benchmark's tasks as random-token prompts (specbench/datasets/synthetic.py)
 
 
 @dataclass
@@ -60,6 +61,8 @@ class TimingConf:
     replay_tau: Optional[float] = None
     replay_trace: Optional[list] = None
     replay_inner_tau: Optional[float] = None  # HierSpec: the intermediate's own accept length
+    replay_tau_by_task: Any = None  # task (or category) -> tau, over replay_tau for that task's questions
+    replay_source: Optional[str] = None  # where the replayed taus come from (copied into every row)
 
 
 @dataclass
@@ -115,8 +118,9 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-# not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased
-IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s")
+# not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased, where a replayed
+# tau comes from (its value is part of the identity)
+IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s", "timing.replay_source")
 
 
 def config_hash(cfg: DictConfig) -> str:

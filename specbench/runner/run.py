@@ -18,10 +18,11 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from specbench.datasets import Question, build_prompt, get_dataset, load_questions
+from specbench.datasets.synthetic import fixed_length_questions, task_shaped_questions
 from specbench.datasets.scoring import score_answer
 from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
-from specbench.decoding.replay import ReplayAcceptance
+from specbench.decoding.replay import ReplayAcceptance, per_task_replay
 from specbench.errors import ConfigError
 from specbench.quantization import describe
 from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
@@ -38,7 +39,8 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
 
 def method_configs(cfg: DictConfig) -> list[DictConfig]:
-    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``."""
+    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``. A replayed
+    AR baseline replays tau = 1 whatever the job's drafter replays, so the jobs of one target share it."""
     drafters = []
     if cfg.get("baseline", False) and cfg.drafter.name != "none":
         drafters.append(OmegaConf.load(CONF_DIR / "drafter" / "none.yaml"))
@@ -49,6 +51,9 @@ def method_configs(cfg: DictConfig) -> list[DictConfig]:
     for drafter in drafters:
         one = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("drafter", "compare", "baseline")])
         one.drafter = drafter
+        if drafter.name == "none" and one.timing.acceptance == "replay":  # AR accepts nothing: one run for every tau
+            one.timing.replay_tau, one.timing.replay_trace, one.timing.replay_tau_by_task = 1.0, None, None
+            one.timing.replay_source = "autoregressive: tau = 1"
         out.append(one)
     return out
 
@@ -105,7 +110,7 @@ def _run(cfg: DictConfig) -> list[Path]:
         torch.set_num_threads(cfg.runtime.threads)
     target = build_model(cfg.model, cfg.quant, cfg.runtime)
     session = session_for(target, cfg)
-    if cfg.dataset.name == "synthetic":
+    if cfg.dataset.name == "synthetic" or cfg.dataset.synthetic:
         tokenizer, spec, questions = None, None, synthetic_questions(cfg.dataset, target.config.vocab_size)
     else:
         tokenizer = load_tokenizer(cfg.model)
@@ -159,25 +164,26 @@ def gpu_memory(device: str) -> dict:
 
 
 def synthetic_questions(dataset, vocab_size: int) -> list[Question]:
-    """Random-token prompts of a fixed length, for shape-only timing runs that have no tokenizer."""
-    g = torch.Generator().manual_seed(0)
-    return [Question(i, "synthetic", [torch.randint(0, vocab_size, (dataset.synthetic_prompt_tokens,),
-                                                    generator=g).tolist()]) for i in range(dataset.synthetic_questions)]
+    """Random-token prompts for shape-only timing runs that have no tokenizer (see specbench/datasets/synthetic.py)."""
+    if dataset.name == "synthetic":
+        return fixed_length_questions(dataset.synthetic_questions, dataset.synthetic_prompt_tokens, vocab_size)
+    return task_shaped_questions(dataset.name, dataset.synthetic_questions, vocab_size, dataset.categories)
 
 
-def acceptors(timing) -> tuple:
-    """(outer, inner) acceptance rules: the real ones, or replayed patterns for timing-only runs."""
+def acceptors(timing, dataset: str) -> tuple:
+    """(outer, inner) acceptance rules: the real ones, or replayed patterns for timing-only runs; ``outer`` is a
+    function of the question category (``timing.replay_tau_by_task``)."""
     if timing.acceptance == "real":
-        return accept, accept
+        return (lambda category: accept), accept
     if timing.acceptance != "replay":
         raise ValueError(f"timing.acceptance must be 'real' or 'replay', not {timing.acceptance!r}")
     inner = ReplayAcceptance(tau=timing.replay_inner_tau) if timing.replay_inner_tau else accept
-    return ReplayAcceptance(timing.replay_tau, timing.replay_trace), inner
+    return per_task_replay(timing, dataset), inner
 
 
 def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> None:
     generator = torch.Generator(device=cfg.runtime.device)
-    outer, inner = acceptors(cfg.timing)
+    outer_for, inner = acceptors(cfg.timing, cfg.dataset.name)
     drafter = make_drafter(cfg.drafter, session, cfg, generator, acceptor=inner)
     sampling = sampling_params(cfg.runtime)
     max_new = cfg.dataset.max_new_tokens or (spec.max_new_tokens if spec else 256)
@@ -199,7 +205,7 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
         generator.manual_seed(seed)
         timer = PhaseTimer(cfg.runtime.device, enabled=cfg.timing.phase_events)
         return generate(session, drafter, ids, max_new_tokens=max_new, sampling=sampling, stop_ids=stops,
-                        generator=generator, timer=timer, acceptor=outer)
+                        generator=generator, timer=timer, acceptor=outer_for(question.category))
 
     todo = pending(cfg, store, questions)
     if not todo:

@@ -1,0 +1,79 @@
+"""Which runs may fill a cell, per GPU: the paper's GPU beside the paper's value, other GPUs in their own columns.
+
+A manifest names the GPU its paper ran on (option ``gpu``, e.g. ``A100``; ``RTX 3090`` for one table): a cell's
+"ours" takes only runs whose ``env.gpu`` contains that name, so a run on another GPU never fills the paper's column.
+Each entry of the manifest's ``gpu_columns`` (``{id: h200, label: H200, gpu: H200}``) adds a column with the same
+cell measured on that GPU; there the table's ``weights`` and ``acceptance_source`` conditions are dropped, so
+shape-only rows (random weights of the real shapes, replayed tau) fill it, with a marker naming what they are: GPU,
+shape-only, the source of the replayed tau, and for a quantized target the kernel, whose timing does not depend on
+how the weights were quantized. Acceptance and accuracy metrics (``REAL_ONLY``) take only real weights with real
+acceptance in every column: a replayed tau is the run's input, never a measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+REAL_ONLY = ("tau", "alpha", "accuracy", "accuracy_change")
+REAL = [("weights", "real"), ("acceptance_source", "real")]
+PROVENANCE = ("weights", "acceptance_source")
+SIXTEEN_BIT = ("fp16", "bf16", "none", "auto")
+SHAPE_ONLY_MARK = "†"
+
+
+def _gpu(name: str) -> tuple[str, str]:
+    return "env.gpu", f"*{name}*"
+
+
+def paper_column(cell):
+    """``cell`` restricted to the paper's GPU (when the manifest names one) and, for acceptance and accuracy, to
+    real weights with real acceptance."""
+    extra = [_gpu(cell.options["gpu"])] if cell.options.get("gpu") else []
+    if cell.metric["metric"] in REAL_ONLY:
+        extra += REAL
+    return replace(cell, conditions=[*cell.conditions, *extra])
+
+
+def gpu_column(cell, gpu: str):
+    """``cell`` measured on ``gpu``: shape-only rows allowed, except for acceptance and accuracy metrics."""
+    kept = [(k, v) for k, v in cell.conditions if k not in PROVENANCE]
+    extra = REAL if cell.metric["metric"] in REAL_ONLY else []
+    return replace(cell, conditions=[*kept, _gpu(gpu), *extra])
+
+
+def marker(rows: pd.DataFrame) -> str:
+    """What the rows are, when they are not the paper's kind of measurement (empty for real weights, real
+    acceptance and a 16-bit or checkpoint target)."""
+    parts = []
+    first = rows.iloc[0]
+    gpu = first.get("env.gpu")
+    if "shape_only" in set(rows.get("weights", ())):
+        parts.append(f"{SHAPE_ONLY_MARK} {gpu + ', ' if isinstance(gpu, str) else ''}shape-only")
+    if "replay" in set(rows.get("acceptance_source", ())):
+        sources = sorted({s for s in rows.get("timing.replay_source", pd.Series(dtype=object)).dropna()})
+        parts.append("τ replayed from " + (" | ".join(sources) if sources else "the experiment's timing.replay_tau"))
+    scheme = first.get("quant.scheme")
+    if isinstance(scheme, str) and scheme not in SIXTEEN_BIT:
+        if first.get("weights") == "shape_only":
+            parts.append(f"kernel {first.get('quant.backend')} {scheme}: timing does not depend on how the weights "
+                         "were quantized")
+        else:
+            parts.append(f"{scheme} quantized by RTN at load time, not the paper's checkpoint")
+    return "; ".join(parts)
+
+
+def why_empty(cell, pool, gpu: str | None, note: str) -> str:
+    """The reason a cell of the paper's column (``gpu`` None) or of a GPU column is empty."""
+    replayed_only = cell.metric["metric"] in REAL_ONLY and len(pool.select(
+        [c for c in cell.conditions if c not in REAL], cell.anys))
+    if replayed_only:
+        return f"needs real weights ({cell.metric['metric']} of a shape-only run is its replayed input); {note}"
+    if gpu is None and cell.options.get("gpu"):
+        return f"needs an {cell.options['gpu']} (the paper's GPU); {note}"
+    return note
+
+
+def gpu_columns(manifest) -> list[dict]:
+    return list((manifest.data.get("conventions") or {}).get("gpu_columns") or [])
