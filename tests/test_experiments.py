@@ -14,35 +14,15 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from specbench.decoding.generate import Generation
-from specbench.runner.config import register_schemas
 from specbench.runner.metrics import generation_row, step_rows
 from specbench.timing.probes import effective_terms, phase_coverage
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 GROUP_KEYS = ("experiment/", "dataset")  # sweep keys whose values are config files
-
-
-@pytest.fixture(scope="module")
-def hydra_compose():
-    register_schemas()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cache = {}
-
-        def make(*overrides, hydra_cfg=False):
-            key = (overrides, hydra_cfg)
-            if key not in cache:
-                cache[key] = compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
-            return cache[key]
-
-        yield make
-    GlobalHydra.instance().clear()
 
 
 def sweep(cfg) -> dict[str, list[str]]:
@@ -274,7 +254,7 @@ def test_out_of_memory_says_what_to_change(hydra_compose, monkeypatch):
     def no_room(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(run_module, "build_model", no_room)
+    monkeypatch.setattr(run_module.Engine, "model", no_room)
     cfg = hydra_compose("+experiment=smoke/hierspec_70b")
     with pytest.raises(run_module.RunOutOfMemory) as info:
         run_module.run(cfg)

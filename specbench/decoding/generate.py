@@ -18,8 +18,8 @@ from typing import Callable
 from specbench.decoding.acceptance import Acceptance, accept
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
-from specbench.drafters.base import Drafter
-from specbench.timing.phases import PhaseTimer, synchronize
+from specbench.decoding.drafter import Drafter
+from specbench.decoding.phases import PhaseTimer, synchronize
 
 
 @dataclass

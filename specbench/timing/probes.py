@@ -28,7 +28,7 @@ an attention kernel that reads only the filled length (SpecMQuant's); ``ProbeSet
 cache size instead, to reproduce a run's costs.
 
 ``effective_terms`` / ``eq1_report`` recover the same terms from a run's ``steps.parquet`` (per-step phase times
-from ``specbench.timing.phases``) and set Eq. (1)'s prediction next to the measured speedup.
+from ``specbench.decoding.phases``) and set Eq. (1)'s prediction next to the measured speedup.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from specbench.atomic import write_parquet_atomic
 from specbench.decoding.draft import Draft
 from specbench.decoding.forward import DEFAULT_BUCKETS, ForwardRunner
 from specbench.decoding.session import ModelSession
@@ -441,8 +442,7 @@ def write_probes(frame: pd.DataFrame, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix != ".parquet":
         path = path / "probes.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_parquet(path, index=False)
+    write_parquet_atomic(frame, path)
     return path
 
 

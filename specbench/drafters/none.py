@@ -1,0 +1,24 @@
+"""The autoregressive baseline as a drafter: an empty draft, so each step is one target decode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import Drafter
+from specbench.drafters.registry import DrafterConf, register
+
+
+class NoDrafter(Drafter):
+    name = "none"
+
+    def propose(self, tokens, room):
+        return Draft.empty()
+
+
+@dataclass
+class NoneConf(DrafterConf):
+    name: str = "none"
+
+
+register(NoneConf, lambda conf, ctx, parts: NoDrafter(ctx))
