@@ -2,7 +2,7 @@
 PY ?= python
 TORCH_CPU ?= torch==2.13.0
 
-.PHONY: install install-gpu test run tables plots
+.PHONY: install install-gpu test test-fast run tables plots
 
 install:  ## everything, with the CPU build of torch (pip finds it on local disk here; elsewhere use the CPU index)
 	$(PY) -m pip install "$(TORCH_CPU)"
@@ -11,8 +11,11 @@ install:  ## everything, with the CPU build of torch (pip finds it on local disk
 install-gpu:  ## a CUDA machine: torch from your CUDA index first, then the GPU extra (gemlite)
 	$(PY) -m pip install -e ".[test,gpu]"
 
-test:
+test:  ## everything (what CI runs)
 	$(PY) -m pytest -q -p no:cacheprovider
+
+test-fast:  ## the fast subset: everything not marked slow (lossless greedy, config checks, store, loaders, ...)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow"
 
 run:
 	$(PY) -m specbench

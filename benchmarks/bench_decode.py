@@ -34,11 +34,12 @@ import torch
 
 from specbench.config import EngineConf, ModelConf
 from specbench.decoding.generate import generate
+from specbench.decoding.phases import PhaseTimer
 from specbench.engine import Engine
 from specbench.model import load_hf_config
-from specbench.decoding.phases import PhaseTimer
 from benchmarks.common import copy_bandwidth, free, smoke_parser, tensor_bytes
-from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
+from specbench.timing.probes import HeadProber, Prober, ProbeSettings
+from specbench.timing.timer import time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from specbench.timing.probes import time_calls
+from specbench.timing.timer import time_calls
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:

@@ -24,7 +24,7 @@ from specbench.config import EngineConf, ModelConf
 from specbench.decoding.graphs import GraphedCall
 from specbench.engine import Engine
 from specbench.model import causal_mask
-from specbench.timing.probes import time_calls
+from specbench.timing.timer import time_calls
 
 
 def kernel_table(prof, steps: int) -> tuple[list[dict], float, float]:

@@ -82,9 +82,13 @@ class Engine:
             model.fuse_projections()
         if ex.gemv and next(model.parameters()).is_cuda:
             model.use_gemv()
-        runner = ForwardRunner(model, max_seq_len or self.max_seq_len, cuda_graphs=ex.cuda_graphs,
-                               buckets=self.buckets, compile=ex.compile, compile_mode=ex.compile_mode)
-        return ModelSession(runner)
+        return ModelSession(self.runner(model, max_seq_len))
+
+    def runner(self, module, max_seq_len: int | None = None) -> ForwardRunner:
+        """A ``ForwardRunner`` (KV cache, buckets, graphs, compile) over ``module``, a model or an EAGLE head."""
+        ex = self.execution
+        return ForwardRunner(module, max_seq_len or self.max_seq_len, cuda_graphs=ex.cuda_graphs,
+                             buckets=self.buckets, compile=ex.compile, compile_mode=ex.compile_mode)
 
     def head(self, source: str, model: Transformer) -> EagleHead:
         """The EAGLE head ``source`` for ``model``; ``"random"``: right shapes, random weights (shape-only timing)."""

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from specbench.decoding.generate import Generation
 from specbench.runner.metrics import generation_row, step_rows
-from specbench.timing.probes import effective_terms, phase_coverage
+from specbench.analysis.eq1 import effective_terms, phase_coverage
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -70,6 +70,7 @@ def _distinct_group_overrides(hydra_compose) -> list[tuple[str, str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_cell_and_method_composes(hydra_compose):
     """Each config file a sweep names composes into a resolvable config, and replayed runs have a tau."""
     combos = _distinct_group_overrides(hydra_compose)
@@ -199,6 +200,7 @@ def test_smoke_list_covers_every_experiment():
     assert sorted(name for name, _ in SMOKE_RUNS) == EXPERIMENTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,extra", SMOKE_RUNS, ids=[n for n, _ in SMOKE_RUNS])
 def test_smoke_variant_runs(hydra_compose, tmp_path, name, extra):
     from specbench.runner.run import run
@@ -218,6 +220,7 @@ def test_smoke_variant_runs(hydra_compose, tmp_path, name, extra):
     assert drafters == expected
 
 
+@pytest.mark.slow
 def test_resumed_run_writes_no_duplicates(hydra_compose, tmp_path):
     from specbench.runner.run import run
 

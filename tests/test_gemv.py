@@ -28,6 +28,7 @@ INTERPRETED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_kernel_matches_float_reference_in_the_interpreter():
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}

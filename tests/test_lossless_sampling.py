@@ -15,6 +15,8 @@ from specbench.decoding import acceptance
 from specbench.decoding.sampling import SamplingParams
 from tests.drafter_stack import DRAFTERS, Stack
 
+pytestmark = pytest.mark.slow  # minutes on two CPU cores; CI runs it
+
 N = 10_000
 VOCAB = 8
 CHI2_DF7_P001 = 24.32  # 99.9th percentile of chi-square with 7 degrees of freedom

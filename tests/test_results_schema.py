@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from specbench.runner.run import run
 
@@ -19,6 +20,7 @@ def documented() -> tuple[set[str], set[str]]:
     return names, {n.removesuffix(".*") for n in re.findall(r"`([a-z]+\.\*)`", DOC.read_text())}
 
 
+@pytest.mark.slow
 def test_every_written_column_is_documented(hydra_compose, tmp_path):
     cfg = hydra_compose("dataset=synthetic", "dataset.synthetic_questions=1", "dataset.synthetic_prompt_tokens=8",
                         "dataset.max_new_tokens=4", "timing.warmup=0", "output.progress=false",

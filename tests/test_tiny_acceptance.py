@@ -10,6 +10,8 @@ from specbench.config import EngineConf, ModelConf, QuantConf
 from specbench.decoding.generate import generate
 from specbench.engine import Engine
 
+pytestmark = pytest.mark.slow  # minutes on two CPU cores; CI runs it
+
 MAX_NEW = 32
 N_PROMPTS = 4
 

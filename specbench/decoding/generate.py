@@ -16,10 +16,10 @@ import torch
 from typing import Callable
 
 from specbench.decoding.acceptance import Acceptance, accept
-from specbench.decoding.sampling import SamplingParams
-from specbench.decoding.session import ModelSession
 from specbench.decoding.drafter import Drafter
 from specbench.decoding.phases import PhaseTimer, synchronize
+from specbench.decoding.sampling import SamplingParams
+from specbench.decoding.session import ModelSession
 
 
 @dataclass

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 from specbench.config import ModelConf, QuantConf, require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.session import ModelSession
 from specbench.drafters.autoregressive import draft_chain
-from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.drafters.registry import DrafterConf, Parts, register
 
 
@@ -22,6 +22,11 @@ def check_same_vocab(target_vocab: int, draft_vocab: int, what: str = "draft mod
             f"the {what} has a vocabulary of {draft_vocab} tokens but the target has {target_vocab}; "
             "speculative decoding needs one tokenizer: pick a drafter from the target's model family"
         )
+
+
+def chain_shape(num_tokens) -> tuple[int, tuple[str, ...], int, int]:
+    """A drafter that runs one forward per drafted token of a chain (draft model, layer skip)."""
+    return int(num_tokens) + 1, ("sequence",), int(num_tokens), 1
 
 
 def second_model(source: str) -> ModelConf:
@@ -40,6 +45,9 @@ class DraftModelConf(DrafterConf):
 
     def check(self, prefix="drafter"):
         require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
+
+    def step_shape(self):
+        return chain_shape(self.num_tokens)
 
 
 class DraftModelDrafter(Drafter):

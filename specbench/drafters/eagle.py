@@ -18,11 +18,11 @@ import torch
 
 from specbench.config import require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.graphs import GraphedCall
-from specbench.decoding.drafter import DraftContext, Drafter
-from specbench.drafters.registry import DrafterConf, Parts, register
 from specbench.drafters.eagle_head import EagleHead
+from specbench.drafters.registry import DrafterConf, Parts, register
 from specbench.model.kv_cache import causal_mask
 
 
@@ -40,6 +40,9 @@ class EagleConf(DrafterConf):
         require(self.topk >= 1, f"{prefix}.topk", self.topk, "an integer >= 1")
         require(self.depth >= 1, f"{prefix}.depth", self.depth, "an integer >= 1")
         require(self.tree_size >= 2, f"{prefix}.tree_size", self.tree_size, "an integer >= 2 (the root and a node)")
+
+    def step_shape(self):
+        return int(self.tree_size), ("tree",), int(self.depth), int(self.topk)
 
 
 class EagleDrafter(Drafter):

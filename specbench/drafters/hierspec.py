@@ -15,12 +15,12 @@ import torch
 
 from specbench.config import ModelConf, QuantConf, require
 from specbench.decoding.draft import Draft
-from specbench.decoding.session import ModelSession
 from specbench.decoding.drafter import DraftContext, Drafter
+from specbench.decoding.session import ModelSession
 from specbench.drafters.draft_model import check_same_vocab, second_model
 from specbench.drafters.eagle import EagleDrafter
-from specbench.drafters.registry import DrafterConf, Parts, register
 from specbench.drafters.eagle_head import EagleHead
+from specbench.drafters.registry import DrafterConf, Parts, register
 
 
 @dataclass

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 from specbench.config import require
 from specbench.decoding.draft import Draft
-from specbench.drafters.autoregressive import draft_chain
 from specbench.decoding.drafter import DraftContext, Drafter
+from specbench.drafters.autoregressive import draft_chain
+from specbench.drafters.draft_model import chain_shape
 from specbench.drafters.registry import DrafterConf, register
 
 SELECTIONS = ("uniform", "first", "last")
@@ -47,6 +48,9 @@ class LayerSkipConf(DrafterConf):
         require(0 < self.keep_fraction <= 1, f"{prefix}.keep_fraction", self.keep_fraction, "a fraction in (0, 1]")
         require(self.selection in SELECTIONS, f"{prefix}.selection", self.selection, f"one of {SELECTIONS}")
         require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
+
+    def step_shape(self):
+        return chain_shape(self.num_tokens)
 
 
 class LayerSkipDrafter(Drafter):

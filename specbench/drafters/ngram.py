@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specbench.decoding.draft import Draft
 from specbench.config import require
+from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.drafters.registry import DrafterConf, register
 
@@ -62,6 +62,9 @@ class NgramConf(DrafterConf):
         require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
         require(self.match in MATCHES, f"{prefix}.match", self.match, f"one of {MATCHES}")
         require(self.pad in PADS, f"{prefix}.pad", self.pad, f"one of {PADS}")
+
+    def step_shape(self):
+        return int(self.num_tokens) + 1, ("sequence",), 0, 1  # a lookup, no draft forward
 
 
 class NgramDrafter(Drafter):

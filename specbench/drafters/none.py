@@ -20,5 +20,8 @@ class NoDrafter(Drafter):
 class NoneConf(DrafterConf):
     name: str = "none"
 
+    def step_shape(self):
+        return 1, ("causal",), 0, 1
+
 
 register(NoneConf, lambda conf, ctx, parts: NoDrafter(ctx))

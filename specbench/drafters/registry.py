@@ -32,6 +32,11 @@ class DrafterConf:
     def check(self, prefix: str = "drafter") -> None:
         """Raise ``ConfigValueError`` naming ``prefix.key``, the value and the allowed range for a bad setting."""
 
+    def step_shape(self) -> tuple[int, tuple[str, ...], int, int] | None:
+        """Eq. (1)'s view of one step: (verified tokens n with the root, verify masks, draft passes d, rows per
+        pass); None where Eq. (1) has no term for this drafter."""
+        return None
+
 
 class Parts(Protocol):
     """What a build function may ask the engine for."""

@@ -11,7 +11,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
 from specbench.config import EngineConf, ModelConf, QuantConf, require
-from specbench.drafters import DRAFTERS
 
 
 @dataclass
@@ -67,6 +66,8 @@ class OutputConf:
 
 
 def register_schemas() -> None:
+    from specbench.drafters import DRAFTERS  # torch and the drafters: not needed by config_hash users
+
     register_resolvers()
     cs = ConfigStore.instance()
     for group, node in (("model", ModelConf), ("quant", QuantConf), ("dataset", DatasetConf), ("engine", EngineConf),

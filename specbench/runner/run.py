@@ -17,15 +17,16 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from specbench.atomic import write_text_atomic
 from specbench.datasets import Question, build_prompt, get_dataset, load_questions
 from specbench.datasets.scoring import score_answer
 from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
+from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance
-from specbench.quantization import describe
-from specbench.atomic import write_text_atomic
 from specbench.drafters import DRAFTERS, drafter_conf
 from specbench.engine import Engine, torch_dtype
+from specbench.quantization import describe
 from specbench.runner.build import load_tokenizer, sampling_params
 from specbench.runner.config import check_settings, config_hash, flatten
 from specbench.runner.environment import environment
@@ -33,7 +34,6 @@ from specbench.runner.gpu_pool import bind, current_lease, resolve_device
 from specbench.runner.locks import run_folder_lock
 from specbench.runner.metrics import generation_row, step_rows
 from specbench.runner.store import ResultStore
-from specbench.decoding.phases import PhaseTimer
 
 log = logging.getLogger("specbench")
 # facts a row holds under another name: ``drafter`` is drafter.name, ``quant.rotated`` is rotated
