@@ -151,8 +151,7 @@ def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer
     folder.mkdir(parents=True, exist_ok=True)
     store = ResultStore(folder)
     if not pending(method, store, questions) and (folder / "env.json").exists():
-        log.info("%s: every question already measured in %s", method.drafter.get("label", method.drafter.name),
-                 folder)
+        log.info("%s: every question already measured in %s", method.drafter.label or method.drafter.name, folder)
         return
     write_text_atomic(folder / "config.yaml", OmegaConf.to_yaml(method))
     write_text_atomic(folder / "env.json", json.dumps(environment(method.runtime.device), indent=2))
@@ -223,7 +222,7 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
         return
     for i in range(cfg.timing.warmup):
         one(questions[0], 0, [], cfg.runtime.seed + i)
-    progress = Progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
+    progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
         turns = question.turns[: cfg.dataset.max_turns or None]
