@@ -25,7 +25,6 @@ Decode tokens/s everywhere = tokens produced after the prefill's first token / t
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
@@ -33,16 +32,14 @@ from pathlib import Path
 
 import torch
 
-from specbench.decoding.forward import ForwardRunner
+from specbench.config import EngineConf, ModelConf
 from specbench.decoding.generate import generate
-from specbench.decoding.sampling import SamplingParams
-from specbench.decoding.session import ModelSession
-from specbench.drafters import DraftContext, build_drafter
-from specbench.drafters.eagle_head import random_eagle_head
-from specbench.model import load_hf_config, load_model
-from specbench.timing.phases import PhaseTimer
-from benchmarks.common import copy_bandwidth, free, tensor_bytes
-from specbench.timing.probes import HeadProber, Prober, ProbeSettings, time_calls
+from specbench.decoding.phases import PhaseTimer
+from specbench.engine import Engine
+from specbench.model import load_hf_config
+from benchmarks.common import copy_bandwidth, free, smoke_parser, tensor_bytes
+from specbench.timing.probes import HeadProber, Prober, ProbeSettings
+from specbench.timing.timer import time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"
@@ -52,13 +49,11 @@ def random_prompt(vocab: int, length: int, seed: int = 0) -> list[int]:
     return torch.randint(0, vocab, (length,), generator=torch.Generator().manual_seed(seed)).tolist()
 
 
-def native_decode(model, prompt: list[int], new_tokens: int, repeats: int, cuda_graphs: bool, max_seq_len: int,
-                  compile: bool = False, compile_mode: str | None = None) -> dict:
+def native_decode(engine: Engine, model, prompt: list[int], new_tokens: int, repeats: int) -> dict:
     """specbench's AR loop: median decode tokens/s over ``repeats`` generations after one warm-up."""
     t0 = time.monotonic()
-    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=cuda_graphs, compile=compile,
-                                         compile_mode=compile_mode))
-    drafter = build_drafter("none", DraftContext(session, SamplingParams()))
+    session = engine.session(model)
+    drafter = engine.drafter({"name": "none"}, session)
     generate(session, drafter, prompt, max_new_tokens=new_tokens)  # warm-up; compiles, captures the decode graph
     warmup_s = time.monotonic() - t0
     runs = []
@@ -66,8 +61,10 @@ def native_decode(model, prompt: list[int], new_tokens: int, repeats: int, cuda_
         gen = generate(session, drafter, prompt, max_new_tokens=new_tokens)
         runs.append({"steps": gen.steps, "decode_s": gen.decode_s, "prefill_s": gen.prefill_s,
                      "tok_s": gen.steps / gen.decode_s, "tok_s_specmquant": len(gen.tokens) / gen.decode_s})
+    ex = engine.execution
     del session, drafter
-    return {"cuda_graphs": cuda_graphs, "compile": compile, "compile_mode": compile_mode, "warmup_s": warmup_s,
+    return {"cuda_graphs": ex.cuda_graphs and engine.device == "cuda", "compile": ex.compile,
+            "compile_mode": ex.compile_mode, "warmup_s": warmup_s,
             "tok_s": statistics.median(r["tok_s"] for r in runs),
             "tok_s_specmquant": statistics.median(r["tok_s_specmquant"] for r in runs),
             "ms_per_token": 1e3 / statistics.median(r["tok_s"] for r in runs), "runs": runs}
@@ -187,18 +184,22 @@ def host_profile(run, steps_of, top: int = 25) -> list[dict]:
             for (file, line, name), (_, calls, own, cum, _) in rows]
 
 
-def sd_overhead(model, prompt: list[int], new_tokens: int, kind: str, device: str, max_seq_len: int,
-                replays: int, tau: float, compile: bool = False, profile: bool = True) -> dict:
+SD_DRAFTERS = {  # drafter config, verify mask, description of each SD overhead run
+    "ngram": ({"name": "ngram"}, "sequence", "K=(1,3), gamma=5, real greedy acceptance"),
+    "eagle": ({"name": "eagle", "head": "random", "topk": 10, "depth": 6, "tree_size": 60}, "tree",
+              "k=10, d=6, n=60, random head"),
+}
+
+
+def sd_overhead(engine: Engine, model, prompt: list[int], new_tokens: int, kind: str, replays: int, tau: float,
+                profile: bool = True) -> dict:
     """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
-    session = ModelSession(ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile))
-    ctx = DraftContext(session, SamplingParams())
-    acceptor, head = None, None
-    if kind == "ngram":
-        drafter, mask, settings = build_drafter("ngram", ctx), "sequence", "K=(1,3), gamma=5, real greedy acceptance"
-    else:
-        head = random_eagle_head(model)
-        drafter = build_drafter("eagle", ctx, head=head, topk=10, depth=6, tree_size=60)
-        mask, settings = "tree", "k=10, d=6, n=60, random head"
+    device, max_seq_len, compile = engine.device, engine.max_seq_len, engine.execution.compile
+    session = engine.session(model)
+    conf, mask, settings = SD_DRAFTERS[kind]
+    drafter = engine.drafter(conf, session)
+    acceptor, head = None, getattr(drafter, "head", None)
+    if kind == "eagle":
         try:
             from specbench.decoding.replay import ReplayAcceptance
 
@@ -330,9 +331,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--smoke", action="store_true", help="the tiny shipped shape on CPU (checks the script)")
+    parser = smoke_parser(__doc__, "the tiny shipped shape on CPU (checks the script)")
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=5)
@@ -368,6 +367,13 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error("no CUDA device; use --smoke for the CPU check")
     over = lambda: time.monotonic() - t0 > args.budget_s  # noqa: E731
     max_seq_len = args.prompt + args.new_tokens + 64  # attention reads the whole static cache: keep it tight
+
+    def engine(graphs: bool = True, stacked: bool = True, compiled: bool = False, use_gemv: bool = False,
+               compile_mode: str | None = None) -> Engine:
+        ex = EngineConf(cuda_graphs=graphs, fuse_projections=stacked, compile=compiled, compile_mode=compile_mode,
+                        gemv=use_gemv)
+        return Engine(ex, device=device, dtype=dtype, max_seq_len=max_seq_len)
+
     print(f"copy bandwidth ({args.copy_gib} GiB)...", flush=True)
     bw = copy_bandwidth(device, int(args.copy_gib * 2**30))
     print(f"  {bw['bandwidth_Bps'] / 1e12:.2f} TB/s", flush=True)
@@ -394,8 +400,7 @@ def main(argv: list[str] | None = None) -> dict:
                 print(f"  failed: {decode[name]['error']}", flush=True)
         del hf
         free(device)
-    model = load_model(source, shape_only=True, device=device, dtype=dtype)
-    model.source = source
+    model = engine().model(ModelConf(source, shape_only=True))
     weight_bytes = tensor_bytes(model)
     embed_bytes = model.model.embed_tokens.weight.numel() * model.model.embed_tokens.weight.element_size()
     c = model.config
@@ -424,10 +429,6 @@ def main(argv: list[str] | None = None) -> dict:
         (args.out / "bench_decode.md").write_text(markdown(result))
 
     def native(name: str, graphs: bool, stacked: bool, compiled: bool, use_gemv: bool = False) -> None:
-        if stacked:  # applied even when the variant is skipped: the SD rows run on the model as it is then
-            model.fuse_projections()
-        if use_gemv:
-            model.use_gemv()
         skip = ("time budget spent" if over() else "--sd-only" if args.sd_only
                 else "--no-compile" if compiled and args.no_compile
                 else "--no-eager" if not graphs and args.no_eager else None)
@@ -436,9 +437,8 @@ def main(argv: list[str] | None = None) -> dict:
             return
         print(f"{name}...", flush=True)
         try:
-            result["decode"][name] = native_decode(model, prompt, args.new_tokens, args.repeats,
-                                                   graphs and device == "cuda", max_seq_len, compiled,
-                                                   args.compile_mode if compiled else None)
+            variant = engine(graphs, stacked, compiled, use_gemv, args.compile_mode if compiled else None)
+            result["decode"][name] = native_decode(variant, model, prompt, args.new_tokens, args.repeats)
             print(f"  {result['decode'][name]['tok_s']:.1f} tok/s", flush=True)
         except Exception as err:  # noqa: BLE001 - a variant that fails is reported, not fatal
             result["decode"][name] = {"error": f"{type(err).__name__}: {str(err)[:300]}"}
@@ -446,7 +446,7 @@ def main(argv: list[str] | None = None) -> dict:
         free(device)
         save()
 
-    # Unfused variants first (stacking the projections changes the model in place); compiling is slowest: last.
+    # Unfused variants first (a session with stacked projections stacks the model's in place); compile last.
     native("specbench (no graphs)", False, False, False)
     native("specbench (CUDA graphs)", True, False, False)
     native("specbench (CUDA graphs, stacked qkv/gate-up)", True, True, False)
@@ -458,8 +458,8 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         print(f"SD host overhead ({kind})...", flush=True)
         try:
-            row = sd_overhead(model, prompt, args.new_tokens, kind, device, max_seq_len, args.replays, args.tau,
-                              args.sd_compile, not args.no_profiler)
+            row = sd_overhead(engine(compiled=args.sd_compile, use_gemv=args.gemv), model, prompt, args.new_tokens,
+                              kind, args.replays, args.tau, not args.no_profiler)
             print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
                   f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
         except Exception as err:  # noqa: BLE001 - report and go on
@@ -469,7 +469,7 @@ def main(argv: list[str] | None = None) -> dict:
         free(device)
         save()
     native("specbench (CUDA graphs, stacked, " + ("GEMV, " if args.gemv else "") + "torch.compile"
-           + (f" {args.compile_mode})" if args.compile_mode else ")"), True, True, True)
+           + (f" {args.compile_mode})" if args.compile_mode else ")"), True, True, True, use_gemv=args.gemv)
     del model
     free(device)
     save()

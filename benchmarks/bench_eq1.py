@@ -25,28 +25,24 @@ every combination (and on SIGTERM).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import signal
 import time
-from pathlib import Path
 
 import pandas as pd
 import torch
 
-from specbench.decoding.forward import DEFAULT_BUCKETS, ForwardRunner
+from specbench.config import EngineConf, ModelConf, QuantConf
+from specbench.decoding.forward import DEFAULT_BUCKETS
 from specbench.decoding.generate import generate
-from specbench.decoding.sampling import SamplingParams
-from specbench.decoding.session import ModelSession
-from specbench.drafters import DraftContext, build_drafter
-from specbench.drafters.eagle_head import random_eagle_head
-from specbench.model import load_hf_config, load_model
-from specbench.quantization import BACKENDS, QuantLinear, UnsupportedBackendError, build_quantizer
+from specbench.engine import Engine
+from specbench.model import load_hf_config
+from specbench.quantization import BACKENDS, QuantLinear, UnsupportedBackendError
 from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.schemes import QuantConfigError, get_scheme
 from benchmarks.bench_quant_linear import _source_code, agreement
-from benchmarks.common import free, tensor_bytes
+from benchmarks.common import free, smoke_parser, tensor_bytes
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
 
 SCHEMES = ("bf16", "fp16", "w8a8_int8", "w8a8_fp8", "w4a16", "w4a8")
@@ -74,14 +70,10 @@ def combos(schemes, backends) -> tuple[list[tuple[str, str]], list[dict]]:
 
 
 def build(source: str, scheme: str, backend: str, device: str, dtype: torch.dtype, overrides: dict | None = None):
-    hf_config = load_hf_config(source)
-    quantizer = None
-    if scheme not in DENSE:
-        group = GROUPS.get((scheme, backend))
-        quantizer = build_quantizer(scheme, backend, hf_config, **({} if group is None else {"group_size": group}))
-    model = load_model(source, shape_only=True, device=device, dtype=dtype, quantizer=quantizer, overrides=overrides)
-    model.source = source
-    return model
+    """A shape-only ``source`` quantized as ``scheme`` by ``backend`` (dense schemes: 16-bit)."""
+    quant = QuantConf() if scheme in DENSE else QuantConf(scheme, backend, group_size=GROUPS.get((scheme, backend)))
+    engine = Engine(device=device, dtype=dtype)
+    return engine.model(ModelConf(source, shape_only=True, overrides=overrides or {}), quant)
 
 
 def probe_scheme(model, settings: ProbeSettings, seq_sizes, head_settings: ProbeSettings | None, extra: dict,
@@ -117,7 +109,7 @@ def probe_scheme(model, settings: ProbeSettings, seq_sizes, head_settings: Probe
                 + "".join(f" | seq{r['n']}:x{r['median_ms'] / decode['median_ms']:.2f}" for r in seq))
         del prober
     if head_settings is not None:
-        head = random_eagle_head(model)
+        head = Engine().head("random", model)
         for context in head_settings.contexts:
             hp = HeadProber(head, head_settings, name=name, max_seq_len=head_settings.cache_for(context))
             for k in head_settings.head_rows:
@@ -170,18 +162,19 @@ def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, ful
     target = build(big, "w4a16", backend, device, dtype, overrides)
     build_target_s = time.monotonic() - t0
     inter = build(inter_source, "w4a16", backend, device, dtype)
-    head = random_eagle_head(inter)
+    engine = Engine(EngineConf(fuse_projections=False, gemv=False), device=device, dtype=dtype, max_seq_len=2048)
+    head = engine.head("random", inter)
     build_s = time.monotonic() - t0
     sizes = {"target_bytes": tensor_bytes(target), "intermediate_bytes": tensor_bytes(inter),
              "head_own_bytes": tensor_bytes(head.fc) + tensor_bytes(head.layers)}
     peak_build = torch.cuda.max_memory_allocated() - start_alloc if cuda else None
     if cuda:
         torch.cuda.reset_peak_memory_stats()
-    max_seq_len = 2048
-    target_session = ModelSession(ForwardRunner(target, max_seq_len, cuda_graphs=True))
-    inter_session = ModelSession(ForwardRunner(inter, max_seq_len, cuda_graphs=True))
-    drafter = build_drafter("hierspec", DraftContext(target_session, SamplingParams()), session=inter_session,
-                            head=head, min_draft=6, inner_depth=3, inner_tree_size=30, topk=10)
+    max_seq_len = engine.max_seq_len
+    target_session = engine.session(target)
+    drafter = engine.drafter({"name": "hierspec", "min_draft": 6, "inner_depth": 3, "inner_tree_size": 30, "topk": 10},
+                             target_session, model=inter, head=head)
+    inter_session = drafter.session
     cache_bytes = lambda cache: 2 * cache.k.numel() * cache.k.element_size()  # noqa: E731  (K and V)
     kv = {"target_kv_bytes": cache_bytes(target_session.runner.cache),
           "intermediate_kv_bytes": cache_bytes(inter_session.runner.cache),
@@ -290,9 +283,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU (reference backend)")
+    parser = smoke_parser(__doc__, "tiny shapes on CPU (reference backend)")
     parser.add_argument("--schemes", nargs="+", default=list(SCHEMES), choices=list(SCHEMES))
     parser.add_argument("--backends", nargs="+", default=["torch", "gemlite"])
     parser.add_argument("--contexts", nargs="+", type=int, default=[512])

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from benchmarks.common import copy_bandwidth, free
 from specbench.decoding.graphs import GraphedCall
 from specbench.model import ModelConfig, gemv, load_hf_config
-from specbench.timing.probes import time_calls
+from specbench.timing.timer import time_calls
 
 MODELS = {"llama-3-8b": "llama-3-8b-instruct", "llama-3-70b": "llama-3-70b-instruct"}
 

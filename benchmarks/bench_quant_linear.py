@@ -18,7 +18,6 @@ Triton's on-disk cache and the timing loop only loads them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -31,7 +30,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import copy_bandwidth, tensor_bytes
+from benchmarks.common import copy_bandwidth, smoke_parser, tensor_bytes
+from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
 )
@@ -324,9 +324,7 @@ def _stop(signum, frame):
 
 def main(argv: list[str] | None = None) -> dict:
     global T0
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--smoke", action="store_true", help="tiny shapes on CPU, reference and dense only")
+    parser = smoke_parser(__doc__, "tiny shapes on CPU, reference and dense only")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--backends", nargs="+", default=["triton", "torch", "gemlite", "marlin"])
     parser.add_argument("--ms", nargs="+", type=int, default=None, help="M values (default: MS)")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import gc
+from pathlib import Path
 
 import torch
 
-from specbench.timing.probes import time_calls
+from specbench.timing.timer import time_calls
 
 
 def tensor_bytes(module: torch.nn.Module) -> int:
@@ -31,3 +33,11 @@ def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
     del src, dst
     free(device)
     return {"bytes": nbytes, "median_ms": t.median_ms, "bandwidth_Bps": 2 * nbytes / (t.median_ms / 1e3)}
+
+
+def smoke_parser(doc: str, smoke: str) -> argparse.ArgumentParser:
+    """A benchmark's command line: ``--out`` (where results go) and ``--smoke`` (``smoke``: its CPU check)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path)
+    parser.add_argument("--smoke", action="store_true", help=smoke)
+    return parser

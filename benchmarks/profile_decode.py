@@ -20,10 +20,11 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.bench_decode import busy_intervals
-from specbench.decoding.forward import ForwardRunner
+from specbench.config import EngineConf, ModelConf
 from specbench.decoding.graphs import GraphedCall
-from specbench.model import causal_mask, load_model
-from specbench.timing.probes import time_calls
+from specbench.engine import Engine
+from specbench.model import causal_mask
+from specbench.timing.timer import time_calls
 
 
 def kernel_table(prof, steps: int) -> tuple[list[dict], float, float]:
@@ -43,8 +44,9 @@ def kernel_table(prof, steps: int) -> tuple[list[dict], float, float]:
     return table, busy / steps, span / steps
 
 
-def profile_step(model, context: int, max_seq_len: int, steps: int, compile: bool) -> dict:
-    runner = ForwardRunner(model, max_seq_len, cuda_graphs=True, compile=compile)
+def profile_step(model, context: int, max_seq_len: int, steps: int, compile: bool, gemv: bool) -> dict:
+    engine = Engine(EngineConf(compile=compile, gemv=gemv), device="cuda", dtype=torch.bfloat16, max_seq_len=max_seq_len)
+    runner = engine.session(model).runner
     ids = torch.zeros(1, dtype=torch.long, device="cuda")
     pos = torch.full((1,), context, device="cuda")
     mask = causal_mask(context, 1, runner.total_slots, "cuda")
@@ -103,16 +105,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--gemv", action="store_true")
     parser.add_argument("--compile", action="store_true", help="also profile the torch.compile'd forward")
     args = parser.parse_args(argv)
-    model = load_model(args.model, shape_only=True, device="cuda", dtype=torch.bfloat16)
-    model.fuse_projections()
-    if args.gemv:
-        model.use_gemv()
+    model = Engine(device="cuda", dtype=torch.bfloat16).model(ModelConf(args.model, shape_only=True))
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "settings": vars(args) | {"out": str(args.out)}}
     result["attention_ms"] = attention_alone(model, args.context, args.max_seq_len + 128)
     print("attention alone (32 layers, ms):", result["attention_ms"], flush=True)
     for compiled in (False, True) if args.compile else (False,):
         name = "compiled" if compiled else "eager kernels"
-        result[name] = r = profile_step(model, args.context, args.max_seq_len, args.steps, compiled)
+        result[name] = r = profile_step(model, args.context, args.max_seq_len, args.steps, compiled, args.gemv)
         print(f"\n{name}: step {r['step_ms']:.3f} ms, GPU busy {r['busy_us']:.0f} us, span {r['span_us']:.0f} us")
         for row in r["kernels"][:25]:
             print(f"  {row['us']:8.1f} us  {row['calls']:5.1f}x  {row['kernel']}")

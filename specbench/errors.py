@@ -39,7 +39,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     """Every error type that means "change a setting or an input", not a bug in specbench."""
     from specbench.datasets.download import ChecksumError, DatasetUnavailableError
     from specbench.datasets.registry import UnknownDatasetError
-    from specbench.datasets.sandbox import CodeExecutionNotAllowed
+    from specbench.config import ConfigValueError
+    from specbench.datasets.sandbox import CodeExecutionNotAllowed, SandboxUnavailable
     from specbench.drafters.draft_model import TokenizerMismatchError
     from specbench.drafters.eagle_head import EagleHeadError
     from specbench.model.config import UnsupportedModelError
@@ -48,9 +49,9 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from specbench.runner.gpu_pool import NoFreeGPU
     from specbench.runner.run import RunOutOfMemory
 
-    return (SpecbenchError, ModelSourceError, UnsupportedModelError, QuantConfigError, UnknownDatasetError,
-            DatasetUnavailableError, ChecksumError, CodeExecutionNotAllowed, TokenizerMismatchError, EagleHeadError,
-            NoFreeGPU, RunOutOfMemory)
+    return (SpecbenchError, ConfigValueError, ModelSourceError, UnsupportedModelError, QuantConfigError,
+            UnknownDatasetError, DatasetUnavailableError, ChecksumError, CodeExecutionNotAllowed, SandboxUnavailable,
+            TokenizerMismatchError, EagleHeadError, NoFreeGPU, RunOutOfMemory)
 
 
 def debugging() -> bool:

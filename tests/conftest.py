@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # The tests run tiny models: one thread avoids oversubscribing CI's two cores (10-100x faster small ops).
 torch.set_num_threads(1)
 
+CONF = Path(__file__).resolve().parents[1] / "conf"
 TINY = dict(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=512)
 
@@ -133,3 +135,24 @@ def write_eagle3_head(path, hf_model, layers, seed: int = 0, scale: float = 0.05
     else:
         save_file(weights, path / "model.safetensors")
     return path
+@pytest.fixture(scope="module")
+def hydra_compose():
+    """``make(*overrides)``: the composed run config of ``conf/`` (cached per module)."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from specbench.runner.config import register_schemas
+
+    register_schemas()
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cache = {}
+
+        def make(*overrides, hydra_cfg=False):
+            key = (overrides, hydra_cfg)
+            if key not in cache:
+                cache[key] = compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
+            return cache[key]
+
+        yield make
+    GlobalHydra.instance().clear()

@@ -1,19 +1,20 @@
-"""Tiny target + drafters of every kind, built from configs with random weights, for the lossless tests."""
+"""Tiny target + drafters of every kind, built through the engine from checkpoints with random weights."""
 
 from __future__ import annotations
 
 import torch
 
-from specbench.decoding.forward import ForwardRunner
+from specbench.config import EngineConf, ModelConf
 from specbench.decoding.sampling import SamplingParams
-from specbench.decoding.session import ModelSession
-from specbench.drafters import DraftContext, build_drafter
-from specbench.drafters.eagle3_head import load_eagle3_head
-from specbench.drafters.eagle_head import load_eagle_head
-from specbench.model import load_model
+from specbench.engine import Engine
 from tests.conftest import tiny_hf_model, write_eagle3_head, write_eagle_head
 
 MAX_SEQ = 256
+# small settings of each drafter for these tiny models
+SETTINGS = {"ngram": {"min_n": 1, "max_n": 3, "num_tokens": 4}, "draft_model": {"num_tokens": 4},
+            "eagle": {"topk": 3, "depth": 3, "tree_size": 10}, "layer_skip": {"keep_fraction": 0.5, "num_tokens": 3},
+            "hierspec": {"min_draft": 4, "inner_depth": 2, "inner_tree_size": 6, "topk": 3}}
+SETTINGS["eagle3"], SETTINGS["hierspec3"] = SETTINGS["eagle"], SETTINGS["hierspec"]
 
 
 class Stack:
@@ -36,40 +37,20 @@ class Stack:
             layers = model.config.num_hidden_layers
             write_eagle3_head(tmp_path / name, model, [min(1, layers - 1), layers // 2, layers - 1])
         self.path = tmp_path
-        self.target = load_model(str(tmp_path / "target"), dtype=torch.float32)
-        self.session = ModelSession(ForwardRunner(self.target, MAX_SEQ))
-        self.draft_model = load_model(str(tmp_path / "draft"), dtype=torch.float32)
-        self.intermediate = load_model(str(tmp_path / "target"), dtype=torch.float32)
+        self.engine = Engine(EngineConf(cuda_graphs=False, fuse_projections=False, gemv=False), max_seq_len=MAX_SEQ)
+        self.target = self.engine.model(ModelConf(source=str(tmp_path / "target")))
+        self.session = self.engine.session(self.target)
 
     def drafter(self, name: str, sampling: SamplingParams = SamplingParams(), generator=None, strong: bool = False,
                 **settings):
         """``strong``: the draft model / intermediate is a copy of the target; ``settings`` override defaults."""
-        ctx = DraftContext(self.session, sampling, generator)
-        second = self.intermediate if strong else self.draft_model
-        if name == "none":
-            return build_drafter("none", ctx)
-        if name == "ngram":
-            return build_drafter("ngram", ctx, **{"min_n": 1, "max_n": 3, "num_tokens": 4, **settings})
-        if name == "draft_model":
-            return build_drafter("draft_model", ctx, session=ModelSession(ForwardRunner(second, MAX_SEQ)),
-                                 **{"num_tokens": 4, **settings})
-        if name == "eagle":
-            head = load_eagle_head(str(self.path / "eagle"), self.target)
-            return build_drafter("eagle", ctx, head=head, **{"topk": 3, "depth": 3, "tree_size": 10, **settings})
-        if name == "layer_skip":
-            return build_drafter("layer_skip", ctx, **{"keep_fraction": 0.5, "num_tokens": 3, **settings})
-        if name == "eagle3":
-            head = load_eagle3_head(str(self.path / "eagle3"), self.target)
-            return build_drafter("eagle3", ctx, head=head, **{"topk": 3, "depth": 3, "tree_size": 10, **settings})
-        if name in ("hierspec", "hierspec3"):
-            session = ModelSession(ForwardRunner(second, MAX_SEQ))
-            if name == "hierspec":
-                head = load_eagle_head(str(self.path / "eagle"), second)
-            else:
-                head = load_eagle3_head(str(self.path / ("eagle3" if strong else "eagle3_draft")), second)
-            return build_drafter("hierspec", ctx, session=session, head=head,
-                                 **{"min_draft": 4, "inner_depth": 2, "inner_tree_size": 6, "topk": 3, **settings})
-        raise KeyError(name)
+        second = "target" if strong else "draft"
+        head = {"eagle3": "eagle3", "hierspec3": "eagle3" if strong else "eagle3_draft"}.get(name, "eagle")
+        conf = {"name": "hierspec" if name == "hierspec3" else name, "head": str(self.path / head),
+                "model": {"source": str(self.path / second)}, **SETTINGS.get(name, {}), **settings}
+        if name == "hierspec3":
+            conf["first_level"] = "eagle3"
+        return self.engine.drafter(conf, self.session, sampling, generator)
 
 
 DRAFTERS = ["ngram", "draft_model", "eagle", "eagle3", "layer_skip", "hierspec", "hierspec3"]

@@ -65,6 +65,7 @@ def test_known_paper_numbers_are_in_the_manifests():
     assert by_key["quasar", "table3", "k24_quasar", "g5", "speed"].text == "not published"
 
 
+@pytest.mark.slow
 def test_every_cell_is_filled_or_says_why_not(filled):
     for frame in filled.values():
         assert set(frame.status) <= {"filled", "not run"}
@@ -93,6 +94,7 @@ def _cells(line: str) -> int:
     return len(re.split(r"(?<!\\)\|", line)) - 2
 
 
+@pytest.mark.slow
 def test_make_tables_writes_parseable_markdown_and_latex(tmp_path):
     out = tmp_path / "tables"
     subprocess.run(["make", "-s", "tables", f"PY={sys.executable}", f"TABLES_OUT={out}", "N_BOOT=100"], cwd=ROOT,
@@ -113,6 +115,7 @@ def test_make_tables_writes_parseable_markdown_and_latex(tmp_path):
     assert (out / "runs.md").exists() and (out / "README.md").exists()
 
 
+@pytest.mark.slow
 def test_make_plots_writes_every_figure(tmp_path):
     out = tmp_path / "figures"
     subprocess.run(["make", "-s", "plots", f"PY={sys.executable}", f"FIGURES_OUT={out}", "N_BOOT=100"], cwd=ROOT,
@@ -122,6 +125,7 @@ def test_make_plots_writes_every_figure(tmp_path):
         assert (out / f"{name}.pdf").read_bytes()[:4] == b"%PDF"
 
 
+@pytest.mark.slow
 def test_plots_say_when_there_is_no_data(tmp_path):
     from specbench.analysis.__main__ import main
 
@@ -129,6 +133,7 @@ def test_plots_say_when_there_is_no_data(tmp_path):
     assert sorted(p.name for p in written) == sorted(f"{n}.{e}" for n in FIGURES for e in ("png", "pdf"))
 
 
+@pytest.mark.slow
 def test_notebook_executes(monkeypatch):
     import nbformat
     from nbclient import NotebookClient

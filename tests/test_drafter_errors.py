@@ -5,15 +5,12 @@ from __future__ import annotations
 import random
 
 import pytest
-import torch
 
 from specbench.decoding.replay import ReplayAcceptance
-from specbench.drafters import build_drafter
 from specbench.drafters.draft_model import TokenizerMismatchError
 from specbench.drafters.eagle_head import EagleHeadError, load_eagle_head
 from specbench.drafters.layer_skip import kept_layers
 from specbench.drafters.ngram import lookup
-from specbench.model import load_model
 from tests.conftest import tiny_hf_model, write_eagle_head
 from tests.drafter_stack import Stack
 
@@ -26,14 +23,8 @@ def stack(tmp_path_factory):
 def test_draft_model_with_another_vocabulary_is_refused(stack, tmp_path):
     other = tiny_hf_model("llama", vocab_size=120)
     other.save_pretrained(tmp_path / "other")
-    from specbench.decoding.forward import ForwardRunner
-    from specbench.decoding.session import ModelSession
-    from specbench.drafters import DraftContext
-    from specbench.decoding.sampling import SamplingParams
-
-    session = ModelSession(ForwardRunner(load_model(str(tmp_path / "other"), dtype=torch.float32), 64))
     with pytest.raises(TokenizerMismatchError, match="one tokenizer"):
-        build_drafter("draft_model", DraftContext(stack.session, SamplingParams()), session=session)
+        stack.drafter("draft_model", model={"source": str(tmp_path / "other")})
 
 
 def test_tree_over_the_limit_is_refused(stack):

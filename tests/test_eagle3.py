@@ -12,7 +12,8 @@ from safetensors.torch import load_file
 
 from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.session import ModelSession
-from specbench.drafters import DraftContext, build_drafter
+from specbench.decoding.drafter import DraftContext
+from specbench.drafters.eagle3 import Eagle3Drafter
 from specbench.drafters.eagle3_head import (OFFICIAL_DRAFT_VOCAB, default_target_layers, load_eagle3_head,
                                             random_eagle3_head)
 from specbench.drafters.eagle_head import EagleHeadError, load_eagle_head
@@ -198,7 +199,7 @@ def test_heads_that_do_not_fit_are_refused(tiny, tmp_path):
         load_eagle3_head(str(path / "head"), target, target_rotated=True)
     session = ModelSession(ForwardRunner(target, 64))
     with pytest.raises(TypeError, match="needs an EAGLE-3 head"):
-        build_drafter("eagle3", DraftContext(session, None), head=load_eagle_head(str(tmp_path / "eagle1"), target))
+        Eagle3Drafter(DraftContext(session, None), load_eagle_head(str(tmp_path / "eagle1"), target), 3, 3, 10)
 
 
 def test_the_paper_layers_are_used_when_the_config_names_none(tmp_path):

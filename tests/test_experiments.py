@@ -14,35 +14,15 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from hydra import compose, initialize_config_dir
-from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from specbench.decoding.generate import Generation
-from specbench.runner.config import register_schemas
 from specbench.runner.metrics import generation_row, step_rows
-from specbench.timing.probes import effective_terms, phase_coverage
+from specbench.analysis.eq1 import effective_terms, phase_coverage
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 GROUP_KEYS = ("experiment/", "dataset")  # sweep keys whose values are config files
-
-
-@pytest.fixture(scope="module")
-def hydra_compose():
-    register_schemas()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        cache = {}
-
-        def make(*overrides, hydra_cfg=False):
-            key = (overrides, hydra_cfg)
-            if key not in cache:
-                cache[key] = compose("config", overrides=list(overrides), return_hydra_config=hydra_cfg)
-            return cache[key]
-
-        yield make
-    GlobalHydra.instance().clear()
 
 
 def sweep(cfg) -> dict[str, list[str]]:
@@ -90,6 +70,7 @@ def _distinct_group_overrides(hydra_compose) -> list[tuple[str, str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_every_cell_and_method_composes(hydra_compose):
     """Each config file a sweep names composes into a resolvable config, and replayed runs have a tau."""
     combos = _distinct_group_overrides(hydra_compose)
@@ -235,6 +216,7 @@ def test_smoke_list_covers_every_experiment():
     assert sorted(name for name, _ in SMOKE_RUNS) == EXPERIMENTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,extra", SMOKE_RUNS, ids=[n for n, _ in SMOKE_RUNS])
 def test_smoke_variant_runs(hydra_compose, tmp_path, name, extra):
     from specbench.runner.run import run
@@ -254,6 +236,7 @@ def test_smoke_variant_runs(hydra_compose, tmp_path, name, extra):
     assert drafters == expected
 
 
+@pytest.mark.slow
 def test_resumed_run_writes_no_duplicates(hydra_compose, tmp_path):
     from specbench.runner.run import run
 
@@ -290,7 +273,7 @@ def test_out_of_memory_says_what_to_change(hydra_compose, monkeypatch):
     def no_room(*args, **kwargs):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(run_module, "build_model", no_room)
+    monkeypatch.setattr(run_module.Engine, "model", no_room)
     cfg = hydra_compose("+experiment=smoke/hierspec_70b")
     with pytest.raises(run_module.RunOutOfMemory) as info:
         run_module.run(cfg)

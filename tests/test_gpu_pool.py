@@ -222,6 +222,7 @@ def test_a_busy_baseline_is_measured_last_and_resumed(smoke_cfg, tmp_path):
     assert ar.question_id.nunique() == 2 and not ar.duplicated(["question_id", "turn", "repeat"]).any()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_joblib_launcher") is None,
                     reason="needs the multigpu extra (hydra-joblib-launcher)")
 def test_gpus_launcher_runs_jobs_in_parallel_without_collisions(tmp_path):

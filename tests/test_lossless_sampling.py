@@ -19,8 +19,10 @@ from specbench.decoding.acceptance import Acceptance, accept_sampled
 from specbench.decoding.draft import Draft
 from specbench.decoding.generate import speculative_step
 from specbench.decoding.sampling import SamplingParams, sample
-from specbench.timing.phases import PhaseTimer
+from specbench.decoding.phases import PhaseTimer
 from tests.drafter_stack import DRAFTERS, Stack
+
+pytestmark = pytest.mark.slow  # minutes on two CPU cores; CI runs it
 
 N = 1_200
 VOCAB = 4  # 16 cells for the pair: 1,200 trials detect each mutation below by a wide margin

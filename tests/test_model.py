@@ -249,6 +249,7 @@ def test_fused_projections_keep_logits_and_memory():
     assert quantized.fuse_projections() == 0  # quantized linears are left as they are
 
 
+@pytest.mark.slow
 def test_compiled_forward_matches_eager():
     from specbench.decoding.forward import ForwardRunner
 

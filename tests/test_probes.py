@@ -11,11 +11,12 @@ import torch
 
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_model
-from specbench.timing.probes import (
-    COLUMNS, Prober, ProbeSettings, chain_draft, eagle_like_tree, effective_terms, eq1_from_probes, eq1_report,
-    eq1_speedup, level_widths, measured_speedup, phase_coverage, run_probes, time_calls, verify_by_nodes,
-    verify_ratios, write_probes,
+from specbench.analysis.eq1 import (
+    effective_terms, eq1_from_probes, eq1_report, eq1_speedup, measured_speedup, phase_coverage, verify_by_nodes,
 )
+from specbench.timing.probes import COLUMNS, Prober, ProbeSettings, run_probes, verify_ratios, write_probes
+from specbench.timing.timer import time_calls
+from specbench.timing.trees import chain_draft, eagle_like_tree, level_widths
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +212,7 @@ def test_measured_speedup_is_macro_over_questions():
     assert out["measured_speedup_micro"] == pytest.approx((50 / 1.25) / (50 / 3.0))
 
 
+@pytest.mark.slow
 def test_bench_eq1_smoke(tmp_path):
     from benchmarks.bench_eq1 import main
 
@@ -226,6 +228,7 @@ def test_bench_eq1_smoke(tmp_path):
     assert "T_v(n)/T_t" in (tmp_path / "eq1.md").read_text()
 
 
+@pytest.mark.slow
 def test_bench_decode_smoke(tmp_path):
     from benchmarks.bench_decode import main
 

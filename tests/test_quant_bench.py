@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from benchmarks.bench_quant_linear import VARIANTS, main
+
+pytestmark = pytest.mark.slow  # minutes on two CPU cores; CI runs it
 
 
 def test_bench_smoke_writes_json_and_markdown(tmp_path):

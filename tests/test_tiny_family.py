@@ -275,6 +275,7 @@ def test_compare_stops_before_training_on_another_corpus(tmp_path):
     assert not result["ok"] and "sha256" in result["mismatch"] and not (tmp_path / "target").exists()
 
 
+@pytest.mark.slow
 def test_smoke_training_runs_and_losses_fall(tmp_path):
     """Stands in for "a rerun reproduces": miniature shapes, 40 steps each; the full-size tolerance is in the card."""
     env = dict(os.environ, OMP_NUM_THREADS="1", HF_HUB_OFFLINE="1")

@@ -20,6 +20,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 ROW_KEY = ["config_hash", "env.gpu", "output.name", "question_id", "turn", "repeat"]
+# columns renamed since results were first written (old name -> current name); old files read as current
+RENAMED = {f"timing.{k}": f"engine.{k}" for k in ("cuda_graphs", "compile", "compile_mode", "fuse_projections", "gemv")}
 PROBE_COLUMNS = ["config_hash", "model.source", "quant.scheme", "quant.backend", "env.gpu", "probe", "n", "mask",
                  "context", "median_ms", "p10_ms", "p90_ms", "replays"]
 
@@ -134,13 +136,24 @@ def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, colum
     ``steps.parquet``), which per-draft-pass timings need.
     """
     files = newest_files(find_files(paths_or_globs))
-    frame = read_table(files, filters, columns)
+    if columns is not None:
+        columns = [*columns, *(old for old, new in RENAMED.items() if new in columns)]
+    frame = current_names(read_table(files, filters, columns))
     key = [k for k in ROW_KEY if k in frame.columns]
     if len(key) == len(ROW_KEY):
         frame = frame.drop_duplicates(key, keep="last").reset_index(drop=True)
     if steps and not frame.empty and "config_hash" in frame.columns:
         frame = frame.merge(_depth_sums(files, frame["config_hash"].unique().tolist()),
                             on=["config_hash", "question_id", "turn", "repeat"], how="left")
+    return frame
+
+
+def current_names(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with renamed columns under their current names (a new name's gaps filled from the old one)."""
+    for old, new in RENAMED.items():
+        if old in frame.columns:
+            frame[new] = frame[old] if new not in frame.columns else frame[new].where(frame[new].notna(), frame[old])
+            frame = frame.drop(columns=old)
     return frame
 
 

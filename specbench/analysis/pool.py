@@ -21,11 +21,11 @@ MATCH_KEYS = [
     "model.source", "model.shape_only", "model.overrides", "quant.scheme", "quant.backend", "quant.rotated",
     "quant.group_size", "quant.symmetric", "quant.quantize_lm_head", "dataset.name", "dataset.path",
     "dataset.max_new_tokens", "dataset.max_turns", "dataset.system_prompt", "dataset.enable_thinking",
-    "dataset.ignore_eos", "timing.cuda_graphs", "timing.compile", "timing.compile_mode", "timing.fuse_projections",
-    "timing.gemv", "timing.phase_events", "runtime.device", "runtime.dtype",
+    "dataset.ignore_eos", "engine.cuda_graphs", "engine.compile", "engine.compile_mode", "engine.fuse_projections",
+    "engine.gemv", "timing.phase_events", "runtime.device", "runtime.dtype",
     "runtime.temperature", "runtime.top_p", "runtime.top_k", "env.gpu", "drafter",
 ]
-LIKENESS = ("model.", "quant.", "dataset.", "timing.", "runtime.", "output.name", "env.git_sha", "env.torch")
+LIKENESS = ("model.", "quant.", "dataset.", "engine.", "timing.", "runtime.", "output.name", "env.git_sha", "env.torch")
 SIXTEEN_BIT = ["fp16", "bf16", "none"]
 SUMS = ["new_tokens", "decode_s", "total_s", "steps", "accepted_tokens", "drafted_tokens", "draft_ms", "verify_ms",
         "drafter_prefill_ms", "prompt_tokens", "draft_depth_sum", "correct"]

@@ -62,7 +62,7 @@ class ForwardRunner:
         inputs = (ids, positions, slots, mask) + (() if features is None else (features,))
         if size is None:
             return self._step(packed(inputs), layers)
-        logits, hidden = self._replay(size, layers, packed(self._pad(size, *inputs)))
+        logits, hidden = self._replay(size, layers, packed(self.pad(size, *inputs)))
         return logits[:n], hidden[:n]
 
     def tree(self, ids: Sequence[int], depths: Sequence[int], start: int, ancestors: np.ndarray,
@@ -120,7 +120,8 @@ class ForwardRunner:
         hidden = self.model(ids[None], positions, slots, mask, layers, **extra)[0]
         return self.model.logits(hidden), hidden
 
-    def _pad(self, size, ids, positions, slots, mask, *features):
+    def pad(self, size, ids, positions, slots, mask, *features):
+        """The inputs padded to bucket ``size``: padding rows write to scratch slots and attend only themselves."""
         pad = size - ids.numel()
         if pad == 0:
             return (ids, positions, slots, mask, *features)

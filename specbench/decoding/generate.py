@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
-from typing import Callable
-
 from specbench.decoding.acceptance import Acceptance, accept
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import Drafter
+from specbench.decoding.phases import PhaseTimer, synchronize
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
-from specbench.drafters.base import Drafter
-from specbench.timing.phases import PhaseTimer, synchronize
 
 
 @dataclass

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from specbench.config import ModelConf, QuantConf, require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.session import ModelSession
 from specbench.drafters.autoregressive import draft_chain
-from specbench.drafters.base import DraftContext, Drafter, register
+from specbench.drafters.registry import DrafterConf, Parts, register
 
 
 class TokenizerMismatchError(ValueError):
@@ -20,15 +24,40 @@ def check_same_vocab(target_vocab: int, draft_vocab: int, what: str = "draft mod
         )
 
 
-@register("draft_model")
+def chain_shape(num_tokens) -> tuple[int, tuple[str, ...], int, int]:
+    """A drafter that runs one forward per drafted token of a chain (draft model, layer skip)."""
+    return int(num_tokens) + 1, ("sequence",), int(num_tokens), 1
+
+
+def second_model(source: str) -> ModelConf:
+    """A drafter's own model (default ``source``), shape-only exactly when the target is."""
+    return ModelConf(source=source, shape_only="${model.shape_only}")
+
+
+@dataclass
+class DraftModelConf(DrafterConf):
+    """2505.22179's SP(6): a smaller model of the target's family drafts ``num_tokens`` tokens."""
+
+    name: str = "draft_model"
+    num_tokens: int = 6
+    model: ModelConf = field(default_factory=lambda: second_model("tiny-draft"))
+    quant: QuantConf = field(default_factory=QuantConf)
+
+    def check(self, prefix="drafter"):
+        require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
+
+    def step_shape(self):
+        return chain_shape(self.num_tokens)
+
+
 class DraftModelDrafter(Drafter):
     """``session`` holds the draft model; its cache is rolled back to the committed prefix every step."""
 
-    def __init__(self, ctx: DraftContext, session: ModelSession, num_tokens: int = 6):
+    name = "draft_model"
+
+    def __init__(self, ctx: DraftContext, session: ModelSession, num_tokens: int):
         super().__init__(ctx)
         check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size)
-        if num_tokens < 1:
-            raise ValueError("draft_model.num_tokens must be >= 1")
         self.session, self.num_tokens = session, num_tokens
 
     def reset(self):
@@ -48,6 +77,9 @@ class DraftModelDrafter(Drafter):
         self.session.truncate(valid)
         return draft_chain(self.session, tokens[valid:], n, self.ctx.sampling, self.ctx.generator)
 
-    def describe(self):
-        return {"drafter": self.name, "draft_num_tokens": self.num_tokens,
-                "draft_model": getattr(self.session.model, "source", None)}
+
+def build(conf: DraftModelConf, ctx: DraftContext, parts: Parts) -> DraftModelDrafter:
+    return DraftModelDrafter(ctx, parts.session(parts.model(conf.model, conf.quant)), conf.num_tokens)
+
+
+register(DraftModelConf, build)

@@ -12,27 +12,49 @@ states it reads (``DraftHead.features``) and maps its top-k ids to target ids (`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
+from specbench.config import require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.graphs import GraphedCall
-from specbench.drafters.base import DraftContext, Drafter, register
 from specbench.drafters.eagle_head import DraftHead
+from specbench.drafters.registry import DrafterConf, Parts, register
 from specbench.model.kv_cache import causal_mask
 
 
-@register("eagle")
+@dataclass
+class EagleConf(DrafterConf):
+    """EAGLE-2's dynamic tree; 2505.22179: k=10, d=6, n=60 (8B) / 48 (70B)."""
+
+    name: str = "eagle"
+    head: str = "tiny-eagle"  # hub id, folder, or "random" for shape-only timing
+    topk: int = 10
+    depth: int = 6
+    tree_size: int = 60
+
+    def check(self, prefix="drafter"):
+        require(self.topk >= 1, f"{prefix}.topk", self.topk, "an integer >= 1")
+        require(self.depth >= 1, f"{prefix}.depth", self.depth, "an integer >= 1")
+        require(self.tree_size >= 2, f"{prefix}.tree_size", self.tree_size, "an integer >= 2 (the root and a node)")
+
+    def step_shape(self):
+        return int(self.tree_size), ("tree",), int(self.depth), int(self.topk)
+
+
 class EagleDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, head: DraftHead, topk: int = 10, depth: int = 6, tree_size: int = 60):
+    name = "eagle"
+
+    def __init__(self, ctx: DraftContext, head: DraftHead, topk: int, depth: int, tree_size: int):
         super().__init__(ctx)
         limit = ctx.target.runner.buckets[-1]
-        if not 2 <= tree_size <= limit:
+        if tree_size > limit:
             raise ValueError(f"eagle.tree_size={tree_size} is outside what the verifier supports (2…{limit} "
                              "tokens including the root); lower eagle.tree_size")
-        if topk < 1 or depth < 1:
-            raise ValueError("eagle.topk and eagle.depth must be >= 1")
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
         ctx.target.model.feature_layers = head.target_layers  # what the target's forwards return for the head
         target_runner = ctx.target.runner
@@ -150,6 +172,9 @@ class EagleDrafter(Drafter):
         chosen = self._select(all_tokens, all_scores, all_parents, self.tree_size - 1)
         return chosen, all_tokens, all_scores, all_parents
 
-    def describe(self):
-        return {"drafter": self.name, "eagle_topk": self.topk, "eagle_depth": self.depth,
-                "eagle_tree_size": self.tree_size}
+
+def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:
+    return EagleDrafter(ctx, parts.head(conf.head, ctx.target.model), conf.topk, conf.depth, conf.tree_size)
+
+
+register(EagleConf, build)

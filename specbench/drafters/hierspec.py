@@ -11,24 +11,49 @@ feature layers; either drives EAGLE-2's dynamic tree.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import torch
 
+from specbench.config import ModelConf, QuantConf, require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.session import ModelSession
-from specbench.drafters.base import DraftContext, Drafter, register
-from specbench.drafters.draft_model import check_same_vocab
+from specbench.drafters.draft_model import check_same_vocab, second_model
 from specbench.drafters.eagle import EagleDrafter
 from specbench.drafters.eagle_head import DraftHead
+from specbench.drafters.registry import DrafterConf, Parts, register
 
 
-@register("hierspec")
+@dataclass
+class HierSpecConf(DrafterConf):
+    """EAGLE-2 -> intermediate model -> target; 2505.22179: d=6, d1=3, tree 30, k=10."""
+
+    name: str = "hierspec"
+    head: str = "tiny-eagle"  # the intermediate's EAGLE head: hub id, folder, or "random"
+    first_level: str = "eagle"  # eagle (EAGLE-1/2 head) | eagle3 (EAGLE-3 head, SpecMQuant §4.4)
+    min_draft: int = 6
+    inner_depth: int = 3
+    inner_tree_size: int = 30
+    topk: int = 10
+    model: ModelConf = field(default_factory=lambda: second_model("tiny-target"))
+    quant: QuantConf = field(default_factory=QuantConf)
+
+    def check(self, prefix="drafter"):
+        for key in ("min_draft", "inner_depth", "topk"):
+            require(getattr(self, key) >= 1, f"{prefix}.{key}", getattr(self, key), "an integer >= 1")
+        require(self.first_level in ("eagle", "eagle3"), f"{prefix}.first_level", self.first_level, "eagle or eagle3")
+        require(self.inner_tree_size >= 2, f"{prefix}.inner_tree_size", self.inner_tree_size,
+                "an integer >= 2 (the root and a node)")
+
+
 class HierSpecDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int = 6,
-                 inner_depth: int = 3, inner_tree_size: int = 30, topk: int = 10):
+    name = "hierspec"
+
+    def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int,
+                 inner_depth: int, inner_tree_size: int, topk: int):
         super().__init__(ctx)
         check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size, "intermediate model")
-        if min_draft < 1:
-            raise ValueError("hierspec.min_draft must be >= 1")
         self.session, self.min_draft = session, min_draft
         self.inner = EagleDrafter(DraftContext(session, ctx.sampling, ctx.generator), head, topk, inner_depth,
                                   inner_tree_size)
@@ -70,8 +95,12 @@ class HierSpecDrafter(Drafter):
         seq = seq[:room]
         return Draft.chain(seq, torch.cat(probs)[: len(seq)] if probs else None)
 
-    def describe(self):
-        inner = self.inner.describe()
-        return {"drafter": self.name, "hierspec_min_draft": self.min_draft, "hierspec_inner_depth": inner["eagle_depth"],
-                "hierspec_head": "eagle3" if self.inner.head.target_layers else "eagle",  # the first level
-                "hierspec_inner_tree_size": inner["eagle_tree_size"], "eagle_topk": inner["eagle_topk"]}
+
+def build(conf: HierSpecConf, ctx: DraftContext, parts: Parts) -> HierSpecDrafter:
+    session = parts.session(parts.model(conf.model, conf.quant))
+    head = parts.head(conf.head, session.model, conf.first_level)
+    return HierSpecDrafter(ctx, session, head, conf.min_draft, conf.inner_depth,
+                           conf.inner_tree_size, conf.topk)
+
+
+register(HierSpecConf, build)

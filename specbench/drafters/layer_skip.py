@@ -7,9 +7,16 @@ are kept: ``uniform`` (evenly spread, first and last always kept), ``first`` (ea
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from specbench.config import require
 from specbench.decoding.draft import Draft
+from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.drafters.autoregressive import draft_chain
-from specbench.drafters.base import DraftContext, Drafter, register
+from specbench.drafters.draft_model import chain_shape
+from specbench.drafters.registry import DrafterConf, register
+
+SELECTIONS = ("uniform", "first", "last")
 
 
 def kept_layers(num_layers: int, fraction: float, selection: str = "uniform") -> list[int]:
@@ -28,10 +35,28 @@ def kept_layers(num_layers: int, fraction: float, selection: str = "uniform") ->
     raise ValueError(f"layer_skip.selection must be uniform, first or last (got {selection!r})")
 
 
-@register("layer_skip")
+@dataclass
+class LayerSkipConf(DrafterConf):
+    """The target with ``keep_fraction`` of its layers drafts ``num_tokens`` tokens for itself (Quasar Table 5)."""
+
+    name: str = "layer_skip"
+    keep_fraction: float = 0.5
+    selection: str = "uniform"
+    num_tokens: int = 5
+
+    def check(self, prefix="drafter"):
+        require(0 < self.keep_fraction <= 1, f"{prefix}.keep_fraction", self.keep_fraction, "a fraction in (0, 1]")
+        require(self.selection in SELECTIONS, f"{prefix}.selection", self.selection, f"one of {SELECTIONS}")
+        require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
+
+    def step_shape(self):
+        return chain_shape(self.num_tokens)
+
+
 class LayerSkipDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, keep_fraction: float = 0.5, selection: str = "uniform",
-                 num_tokens: int = 5):
+    name = "layer_skip"
+
+    def __init__(self, ctx: DraftContext, keep_fraction: float, selection: str, num_tokens: int):
         super().__init__(ctx)
         self.layers = kept_layers(ctx.target.model.config.num_hidden_layers, keep_fraction, selection)
         self.keep_fraction, self.selection, self.num_tokens = keep_fraction, selection, num_tokens
@@ -47,5 +72,8 @@ class LayerSkipDrafter(Drafter):
         return draft
 
     def describe(self):
-        return {"drafter": self.name, "layer_keep_fraction": self.keep_fraction,
-                "layer_selection": self.selection, "layers_kept": len(self.layers), "draft_num_tokens": self.num_tokens}
+        return {"drafter": self.name, "layers_kept": len(self.layers)}
+
+
+register(LayerSkipConf, lambda conf, ctx, parts: LayerSkipDrafter(ctx, conf.keep_fraction, conf.selection,
+                                                                  conf.num_tokens))

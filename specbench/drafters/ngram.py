@@ -9,10 +9,17 @@ as point masses.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from specbench.config import require
 from specbench.decoding.draft import Draft
-from specbench.drafters.base import DraftContext, Drafter, register
+from specbench.decoding.drafter import DraftContext, Drafter
+from specbench.drafters.registry import DrafterConf, register
+
+MATCHES = ("earliest", "latest")
+PADS = ("clamp", "truncate")
 
 
 def lookup(tokens: list[int], min_n: int, max_n: int, num_tokens: int, match: str = "earliest",
@@ -38,22 +45,40 @@ def lookup(tokens: list[int], min_n: int, max_n: int, num_tokens: int, match: st
     return []
 
 
-@register("ngram")
+@dataclass
+class NgramConf(DrafterConf):
+    """Quasar's setting: K=(min_n, max_n)=(1, 3), gamma=num_tokens=5, vLLM V0's earliest match and clamp padding."""
+
+    name: str = "ngram"
+    min_n: int = 1
+    max_n: int = 3
+    num_tokens: int = 5
+    match: str = "earliest"
+    pad: str = "clamp"
+
+    def check(self, prefix="drafter"):
+        require(self.min_n >= 1, f"{prefix}.min_n", self.min_n, "an integer >= 1")
+        require(self.max_n >= self.min_n, f"{prefix}.max_n", self.max_n, f"an integer >= min_n ({self.min_n})")
+        require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
+        require(self.match in MATCHES, f"{prefix}.match", self.match, f"one of {MATCHES}")
+        require(self.pad in PADS, f"{prefix}.pad", self.pad, f"one of {PADS}")
+
+    def step_shape(self):
+        return int(self.num_tokens) + 1, ("sequence",), 0, 1  # a lookup, no draft forward
+
+
 class NgramDrafter(Drafter):
-    def __init__(self, ctx: DraftContext, min_n: int = 1, max_n: int = 3, num_tokens: int = 5,
-                 match: str = "earliest", pad: str = "clamp"):
+    name = "ngram"
+
+    def __init__(self, ctx: DraftContext, conf: NgramConf):
         super().__init__(ctx)
-        if not 1 <= min_n <= max_n or num_tokens < 1:
-            raise ValueError(f"ngram drafter needs 1 <= min_n <= max_n and num_tokens >= 1 (got K=({min_n}, {max_n}), "
-                             f"gamma={num_tokens})")
-        if match not in ("earliest", "latest") or pad not in ("clamp", "truncate"):
-            raise ValueError("ngram.match is 'earliest' or 'latest'; ngram.pad is 'clamp' or 'truncate'")
-        self.settings = dict(min_n=min_n, max_n=max_n, num_tokens=num_tokens, match=match, pad=pad)
+        self.settings = dict(min_n=conf.min_n, max_n=conf.max_n, num_tokens=conf.num_tokens, match=conf.match,
+                             pad=conf.pad)
 
     def propose(self, tokens, room):
         s = self.settings
         proposal = lookup(tokens, s["min_n"], s["max_n"], min(s["num_tokens"], room), s["match"], s["pad"])
         return Draft.chain(proposal)
 
-    def describe(self):
-        return {"drafter": self.name, **{f"ngram_{k}": v for k, v in self.settings.items()}}
+
+register(NgramConf, lambda conf, ctx, parts: NgramDrafter(ctx, conf))

@@ -253,7 +253,7 @@ class Transformer(nn.Module):
         """
         if not gemv.available():
             raise RuntimeError("the GEMV kernel needs a CUDA GPU and triton: pip install -e '.[gpu]', "
-                               "or set timing.gemv=false")
+                               "or set engine.gemv=false")
         switched = 0
         for module in self.modules():
             if isinstance(module, (Attention, MLP)) and module.linear is not gemv.linear:

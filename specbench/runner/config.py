@@ -4,29 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING, DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
-
-@dataclass
-class ModelConf:
-    source: str = MISSING  # short name (see specbench.model.registry), hub id or local folder
-    shape_only: bool = False  # random weights from the config: real timings, meaningless acceptance
-    tokenizer: Optional[str] = None  # defaults to ``source``
-    overrides: dict = field(default_factory=dict)  # ModelConfig fields, e.g. {num_hidden_layers: 2}
-
-
-@dataclass
-class QuantConf:
-    scheme: str = "none"  # none | auto (from the checkpoint) | fp16 | bf16 | w8a8_int8 | w8a8_fp8 | w4a16 | w4a8
-    backend: str = "reference"  # reference | torch | gemlite | marlin | triton | auto (per scheme and GPU)
-    rotated: bool = False  # rotation folded into the weights (SpecMQuant -Rot / QQQ checkpoints)
-    group_size: Optional[int] = None
-    symmetric: Optional[bool] = None
-    quantize_lm_head: bool = False
+from specbench.config import EngineConf, ModelConf, QuantConf, require
 
 
 @dataclass
@@ -41,7 +25,7 @@ class DatasetConf:
     system_prompt: Optional[str] = None  # preset name (llama2) or literal text
     enable_thinking: Optional[bool] = None  # Qwen3 thinking mode
     ignore_eos: bool = False
-    execute_code: bool = False  # opt in to running generated code for HumanEval pass@1 (sandboxed subprocess)
+    execute_code: bool = False  # opt in to running generated code for HumanEval pass@1 (bubblewrap sandbox, docs/datasets.md)
     synthetic_prompt_tokens: int = 128  # name=synthetic: random-token prompts, no tokenizer (shape-only timing)
     synthetic_questions: int = 8  # per task with synthetic=true
     synthetic: bool = False  # a named benchmark's tasks as random-token prompts (specbench/datasets/synthetic.py)
@@ -49,13 +33,10 @@ class DatasetConf:
 
 @dataclass
 class TimingConf:
+    """What is measured and how; how the model executes is the ``engine`` group (``EngineConf``)."""
+
     warmup: int = 3  # warm-up generations (on the first question) before anything is recorded
     repeats: int = 1
-    cuda_graphs: bool = True
-    compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
-    compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
-    fuse_projections: bool = True  # one stacked GEMM for q/k/v and for gate/up (16-bit linears only)
-    gemv: bool = True  # on a GPU, 16-bit one-row linears (decode) by specbench's Triton GEMV instead of cuBLAS
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
     replay_tau: Optional[float] = None
@@ -88,11 +69,15 @@ class OutputConf:
 
 
 def register_schemas() -> None:
+    from specbench.drafters import DRAFTERS  # torch and the drafters: not needed by config_hash users
+
     register_resolvers()
     cs = ConfigStore.instance()
-    for group, node in (("model", ModelConf), ("quant", QuantConf), ("dataset", DatasetConf),
+    for group, node in (("model", ModelConf), ("quant", QuantConf), ("dataset", DatasetConf), ("engine", EngineConf),
                         ("timing", TimingConf), ("runtime", RuntimeConf), ("output", OutputConf)):
         cs.store(group=group, name=f"{group}_schema", node=node)
+    for name, entry in DRAFTERS.items():
+        cs.store(group="drafter", name=f"{name}_schema", node=entry.conf)
 
 
 def register_resolvers() -> None:
@@ -121,6 +106,9 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
 # not part of a measurement's identity: where results go, Hydra's settings, how a GPU is leased, where a replayed
 # tau comes from (its value is part of the identity)
 IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s", "timing.replay_source")
+# keys hashed under the name they had when earlier results were measured, so those run folders keep their hash
+UNSET_UNHASHED = ("drafter.label", "drafter.head", "drafter.model", "drafter.quant")
+HASHED_AS = {f"engine.{key}": f"timing.{key}" for key in EngineConf.__dataclass_fields__}
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -130,7 +118,28 @@ def config_hash(cfg: DictConfig) -> str:
     (``env.gpu`` records the model, ``env.gpu_lease`` the GPU), so a resumed job or a shared AR baseline finds its
     folder whichever GPU it runs on.
     """
-    flat = {k: v for k, v in flatten(cfg).items() if not k.startswith(IDENTITY_EXCLUDES)}
+    flat = {HASHED_AS.get(k, k): v for k, v in flatten(cfg).items() if not k.startswith(IDENTITY_EXCLUDES)}
+    for key in UNSET_UNHASHED:  # unset, these hash as before drafters had a schema
+        if key in flat and flat[key] is None:
+            del flat[key]
     if flat.get("runtime.device") == "cuda:auto":
         flat["runtime.device"] = "cuda"
     return hashlib.sha256(json.dumps(flat, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def check_settings(cfg: DictConfig) -> None:
+    """Refuse out-of-range dataset, timing and runtime settings before anything is loaded (``ConfigValueError``)."""
+    d, t, r = cfg.dataset, cfg.timing, cfg.runtime
+    for key in ("max_new_tokens", "max_turns"):
+        require(d[key] is None or d[key] >= 1, f"dataset.{key}", d[key], "an integer >= 1, or null for the default")
+    for key in ("question_begin", "question_end"):
+        require(d[key] is None or d[key] >= 0, f"dataset.{key}", d[key], "an integer >= 0, or null")
+    for key in ("synthetic_prompt_tokens", "synthetic_questions"):
+        require(d[key] >= 1, f"dataset.{key}", d[key], "an integer >= 1")
+    require(t.warmup >= 0, "timing.warmup", t.warmup, "an integer >= 0")
+    require(t.repeats >= 1, "timing.repeats", t.repeats, "an integer >= 1")
+    require(t.acceptance in ("real", "replay"), "timing.acceptance", t.acceptance, "'real' or 'replay'")
+    require(r.max_seq_len >= 1, "runtime.max_seq_len", r.max_seq_len, "an integer >= 1")
+    require(r.temperature >= 0, "runtime.temperature", r.temperature, "a number >= 0 (0: greedy)")
+    require(0 < r.top_p <= 1, "runtime.top_p", r.top_p, "a number in (0, 1]")
+    require(r.top_k >= 0, "runtime.top_k", r.top_k, "an integer >= 0 (0: off)")

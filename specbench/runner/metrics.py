@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from specbench.decoding.generate import Generation
-from specbench.timing.phases import PHASES
+from specbench.decoding.phases import PHASES
 
 
 def generation_row(gen: Generation) -> dict:

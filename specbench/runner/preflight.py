@@ -35,6 +35,10 @@ def preflight(cfg: DictConfig, experiment: str | None = None) -> None:
         check_memory(cfg)
     if cfg.dataset.name != "synthetic":
         check_dataset(cfg.dataset)
+    if cfg.dataset.execute_code:  # refuse now, not at the first answer scored
+        from specbench.datasets.sandbox import require_sandbox
+
+        require_sandbox()
 
 
 def run_models(cfg: DictConfig) -> list[tuple[str, str, DictConfig, DictConfig]]:

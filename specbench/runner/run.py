@@ -17,36 +17,47 @@ from pathlib import Path
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from specbench.atomic import write_text_atomic
+from specbench.config import ConfigValueError
 from specbench.datasets import Question, build_prompt, get_dataset, load_questions
 from specbench.datasets.synthetic import fixed_length_questions, task_shaped_questions
 from specbench.datasets.scoring import score_answer
 from specbench.decoding.acceptance import accept
 from specbench.decoding.generate import Generation, generate
+from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance, per_task_replay
+from specbench.drafters import DRAFTERS, drafter_conf
+from specbench.engine import Engine, torch_dtype
 from specbench.errors import ConfigError
 from specbench.quantization import describe
-from specbench.runner.build import build_model, load_tokenizer, make_drafter, sampling_params, session_for
-from specbench.runner.config import config_hash, flatten
+from specbench.runner.build import load_tokenizer, sampling_params
+from specbench.runner.config import check_settings, config_hash, flatten
 from specbench.runner.environment import environment
 from specbench.runner.gpu_pool import bind, current_lease, resolve_device
 from specbench.runner.locks import run_folder_lock
 from specbench.runner.metrics import generation_row, step_rows
 from specbench.runner.store import ResultStore
-from specbench.timing.phases import PhaseTimer
 
 log = logging.getLogger("specbench")
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+# facts a row holds under another name: ``drafter`` is drafter.name, ``quant.rotated`` is rotated
+SAID_ELSEWHERE = ("drafter.name", "rotated")
 
 
 def method_configs(cfg: DictConfig) -> list[DictConfig]:
-    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``. A replayed
-    AR baseline replays tau = 1 whatever the job's drafter replays, so the jobs of one target share it."""
+    """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``.
+
+    The baseline and the ``compare`` drafters run with their schema's defaults (``specbench/drafters/<name>.py``).
+    A replayed AR baseline replays tau = 1 whatever the job's drafter replays, so the jobs of one target share it.
+    """
     drafters = []
     if cfg.get("baseline", False) and cfg.drafter.name != "none":
-        drafters.append(OmegaConf.load(CONF_DIR / "drafter" / "none.yaml"))
+        drafters.append(OmegaConf.structured(DRAFTERS["none"].conf))
     drafters.append(cfg.drafter)
     for name in cfg.get("compare") or []:
-        drafters.append(OmegaConf.load(CONF_DIR / "drafter" / f"{name}.yaml"))
+        if name not in DRAFTERS:
+            raise ConfigValueError(f"compare=[..., {name}, ...]: {name!r} is not a drafter; use names of "
+                                   f"{sorted(DRAFTERS)}")
+        drafters.append(OmegaConf.structured(DRAFTERS[name].conf))
     out = []
     for drafter in drafters:
         one = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("drafter", "compare", "baseline")])
@@ -103,13 +114,23 @@ def out_of_memory_advice(cfg: DictConfig, err: Exception) -> str:
             f"PyTorch said: {str(err).splitlines()[0]}")
 
 
+def check_config(cfg: DictConfig) -> list[DictConfig]:
+    """Every method's config, after refusing any out-of-range setting (before a model or GPU is touched)."""
+    check_settings(cfg)
+    torch_dtype(cfg.runtime.dtype)
+    drafter_conf(cfg.drafter)  # the baseline and compare drafters run with their schema's checked defaults
+    return method_configs(cfg)
+
+
 def _run(cfg: DictConfig) -> list[Path]:
+    check_config(cfg)
     use_device(cfg)
     torch.manual_seed(cfg.runtime.seed)
     if cfg.runtime.get("threads"):
         torch.set_num_threads(cfg.runtime.threads)
-    target = build_model(cfg.model, cfg.quant, cfg.runtime)
-    session = session_for(target, cfg)
+    engine = Engine.from_config(cfg)
+    target = engine.model(cfg.model, cfg.quant)
+    session = engine.session(target)
     if cfg.dataset.name == "synthetic" or cfg.dataset.synthetic:
         tokenizer, spec, questions = None, None, synthetic_questions(cfg.dataset, target.config.vocab_size)
     else:
@@ -126,26 +147,26 @@ def _run(cfg: DictConfig) -> list[Path]:
     for method, folder in methods:  # a folder another process is measuring into is left for last
         with run_folder_lock(folder, wait=False) as held:
             if held:
-                measure(method, folder, session, tokenizer, spec, questions)
+                measure(method, folder, engine, session, tokenizer, spec, questions)
             else:
                 busy.append((method, folder))
     for method, folder in busy:  # waits for the other process, then resumes what it left (normally nothing)
         with run_folder_lock(folder):
-            measure(method, folder, session, tokenizer, spec, questions)
+            measure(method, folder, engine, session, tokenizer, spec, questions)
     return [folder for _, folder in methods]
 
 
-def measure(method: DictConfig, folder: Path, session, tokenizer, spec, questions) -> None:
+def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer, spec, questions) -> None:
     """Measure one method into its folder (the caller holds the folder's lock)."""
     folder.mkdir(parents=True, exist_ok=True)
     store = ResultStore(folder)
     if not pending(method, store, questions) and (folder / "env.json").exists():
-        log.info("%s: every question already measured in %s", method.drafter.get("label", method.drafter.name),
-                 folder)
+        log.info("%s: every question already measured in %s", method.drafter.label or method.drafter.name, folder)
         return
-    OmegaConf.save(method, folder / "config.yaml")
-    (folder / "env.json").write_text(json.dumps(environment(method.runtime.device), indent=2))
-    run_method(method, session, tokenizer, spec, questions, store)
+    write_text_atomic(folder / "config.yaml", OmegaConf.to_yaml(method))
+    write_text_atomic(folder / "env.json", json.dumps(environment(method.runtime.device), indent=2))
+    run_method(method, engine, session, tokenizer, spec, questions, store)
+    store.compact()
 
 
 def pending(cfg, store: ResultStore, questions) -> list[tuple[int, Question]]:
@@ -175,21 +196,21 @@ def acceptors(timing, dataset: str) -> tuple:
     function of the question category (``timing.replay_tau_by_task``)."""
     if timing.acceptance == "real":
         return (lambda category: accept), accept
-    if timing.acceptance != "replay":
-        raise ValueError(f"timing.acceptance must be 'real' or 'replay', not {timing.acceptance!r}")
     inner = ReplayAcceptance(tau=timing.replay_inner_tau) if timing.replay_inner_tau else accept
     return per_task_replay(timing, dataset), inner
 
 
-def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> None:
+def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: ResultStore) -> None:
     generator = torch.Generator(device=cfg.runtime.device)
     outer_for, inner = acceptors(cfg.timing, cfg.dataset.name)
-    drafter = make_drafter(cfg.drafter, session, cfg, generator, acceptor=inner)
     sampling = sampling_params(cfg.runtime)
+    drafter = engine.drafter(cfg.drafter, session, sampling, generator, acceptor=inner)
     max_new = cfg.dataset.max_new_tokens or (spec.max_new_tokens if spec else 256)
     replay = cfg.timing.acceptance == "replay"
-    identity = {**flatten(cfg), "config_hash": config_hash(cfg), **environment(cfg.runtime.device),
-                **describe(session.model)["summary"], **drafter.describe(),
+    settings = {k: v for k, v in flatten(cfg).items() if k not in SAID_ELSEWHERE}
+    loaded = {k: v for k, v in describe(session.model)["summary"].items() if k not in SAID_ELSEWHERE}
+    identity = {**settings, "config_hash": config_hash(cfg), **environment(cfg.runtime.device),
+                **loaded, **drafter.describe(),
                 "weights": "shape_only" if cfg.model.shape_only else "real",
                 "acceptance_source": cfg.timing.acceptance}
 
@@ -212,7 +233,7 @@ def run_method(cfg, session, tokenizer, spec, questions, store: ResultStore) -> 
         return
     for i in range(cfg.timing.warmup):
         one(questions[0], 0, [], cfg.runtime.seed + i)
-    progress = Progress(len(todo), cfg.output.progress, f"{cfg.drafter.get('label', cfg.drafter.name)}")
+    progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
         turns = question.turns[: cfg.dataset.max_turns or None]

@@ -1,4 +1,4 @@
-"""The drafter interface and the registry that builds drafters by name."""
+"""The drafter interface the decoding loop drives, and what every drafter may use (``DraftContext``)."""
 
 from __future__ import annotations
 
@@ -46,32 +46,5 @@ class Drafter(ABC):
         """A draft of at most ``room`` nodes that continues the committed ``tokens``."""
 
     def describe(self) -> dict:
-        """Settings recorded in every result row."""
+        """Facts recorded in every result row besides the drafter's settings (``drafter.*`` columns)."""
         return {"drafter": self.name}
-
-
-class NoDrafter(Drafter):
-    """The autoregressive baseline: an empty draft, so each step is one target decode."""
-
-    name = "none"
-
-    def propose(self, tokens, room):
-        return Draft.empty()
-
-
-DRAFTERS: dict[str, Callable[..., Drafter]] = {"none": NoDrafter}
-
-
-def register(name: str):
-    def wrap(cls):
-        DRAFTERS[name] = cls
-        cls.name = name
-        return cls
-
-    return wrap
-
-
-def build_drafter(name: str, ctx: DraftContext, **settings) -> Drafter:
-    if name not in DRAFTERS:
-        raise ValueError(f"unknown drafter {name!r}; available: {sorted(DRAFTERS)}")
-    return DRAFTERS[name](ctx, **settings)

@@ -1,0 +1,15 @@
+"""Start-up validation of settings: an error names the key, the value and what is allowed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ConfigValueError(ValueError):
+    """A setting holds a value outside its allowed range; raised before any model is built."""
+
+
+def require(ok: bool, key: str, value: Any, allowed: str) -> None:
+    """Raise ``ConfigValueError`` for ``key=value`` unless ``ok``; ``allowed`` says which values are accepted."""
+    if not ok:
+        raise ConfigValueError(f"{key}={value!r} is not allowed: {allowed}")
