@@ -197,9 +197,8 @@ def test_compressed_tensors_w8a8(tmp_path, kind):
 def test_runner_default_quant_none_refuses_a_w8a8_checkpoint(tmp_path):
     """The runner's default (quant=none) on an int8 checkpoint stops instead of reading codes as weights;
     the same folder with its quantization_config removed stops at the int8 tensors' dtype."""
-    from omegaconf import OmegaConf
-
-    from specbench.runner.build import build_model
+    from specbench.config import ModelConf, QuantConf
+    from specbench.engine import Engine
 
     def make(gen, n, k):
         codes = torch.randint(-127, 128, (n, k), generator=gen, dtype=torch.int8)
@@ -210,14 +209,13 @@ def test_runner_default_quant_none_refuses_a_w8a8_checkpoint(tmp_path):
     cfg = {"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": group},
            "ignore": ["lm_head"]}
     path, config, _ = write_checkpoint(tmp_path, cfg, make)
-    model_cfg = OmegaConf.create({"source": str(path), "shape_only": False, "overrides": {}})
-    runtime = OmegaConf.create({"device": "cpu", "dtype": "float32", "seed": 0})
+    engine, model_cfg = Engine(), ModelConf(source=str(path))
     with pytest.raises(ModelSourceError, match="compressed-tensors checkpoint \\(w8a8_int8\\).*quant=auto"):
-        build_model(model_cfg, OmegaConf.create({"scheme": "none"}), runtime)
+        engine.model(model_cfg, QuantConf())
     del config["quantization_config"]
     (path / "config.json").write_text(json.dumps(config))
     with pytest.raises(ModelSourceError, match="q_proj.weight \\(torch.int8\\)"):
-        build_model(model_cfg, OmegaConf.create({"scheme": "none"}), runtime)
+        engine.model(model_cfg, QuantConf())
 
 
 def test_unsupported_quantization_config_stops_a_quant_none_load(tmp_path):

@@ -153,7 +153,7 @@ def free_memory(device: str) -> int:
 
 def check_memory(cfg: DictConfig, free: int | None = None) -> None:
     """Raise when the models' weights and KV caches alone exceed the free memory (``free``: of the run's device)."""
-    from specbench.runner.build import torch_dtype
+    from specbench.engine import torch_dtype
 
     dtype_bytes = torch.empty((), dtype=torch_dtype(cfg.runtime.dtype)).element_size()
     parts = {key: needed_bytes(*model_config(key, model), quant, dtype_bytes, cfg.runtime.max_seq_len)
