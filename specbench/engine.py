@@ -112,6 +112,7 @@ class Engine:
         size first) instead of building them from ``conf``.
         """
         parts = self if model is None and head is None else Prebuilt(self, model, head)
+        target.model.feature_layers = ()  # the target's plain output unless this drafter's head asks for more
         conf = drafter_conf(conf, target_shape_only=getattr(target.model, "shape_only", False))
         return build_drafter(conf, DraftContext(target, sampling, generator, acceptor), parts)
 

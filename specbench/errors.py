@@ -96,13 +96,12 @@ def reported(saved: Callable[[], str]) -> Iterator[None]:
 
 def saved_questions(folders: list[Path]) -> str:
     """``"Saved 3 questions in results/runs/default (none 2, ngram 1)."``, from the run folders' result files."""
-    import pandas as pd
+    from specbench.runner.store import ResultStore
 
     counts = {}
-    for folder in folders:
-        path = Path(folder) / "results.parquet"
-        if path.exists():
-            frame = pd.read_parquet(path, columns=["drafter", "question_id", "repeat"])
+    for folder in map(Path, folders):
+        frame = ResultStore(folder).results if folder.is_dir() else None  # compacts an interrupted run's parts
+        if frame is not None and len(frame):
             counts[frame.drafter.iloc[0]] = len(frame.drop_duplicates(["question_id", "repeat"]))
     if not sum(counts.values()):
         return "No question was finished, nothing was saved."

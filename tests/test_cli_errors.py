@@ -17,6 +17,7 @@ from specbench.errors import EXIT_INTERRUPTED, EXIT_USAGE, ConfigError, DatasetF
 from specbench.runner.config import register_schemas
 from specbench.runner.preflight import check_memory, preflight
 from specbench.runner.run import run as run_job
+from specbench.runner.store import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 register_schemas()
@@ -122,7 +123,8 @@ JOB = ["drafter=ngram", "compare=[]", "baseline=false", "timing.warmup=0", "outp
 
 
 def rows(root: Path) -> pd.DataFrame:
-    frame = pd.concat([pd.read_parquet(p) for p in root.rglob("results.parquet")])
+    """The result rows under ``root``, compacted or still in parts (an interrupted run's)."""
+    frame = pd.concat([ResultStore(p.parent).results for p in root.rglob("config.yaml")])
     return frame.sort_values(["question_id", "turn"])[["question_id", "turn", "repeat", "new_tokens", "answer"]]
 
 
@@ -131,7 +133,7 @@ def test_ctrl_c_keeps_finished_questions_and_a_rerun_resumes(tmp_path):
     job = [*JOB, f"output.root={root}", f"hydra.run.dir={tmp_path}/h"]
     run = specbench(*job, start_new_session=True)
     deadline = time.time() + 240
-    while not list(root.rglob("results.parquet")) and time.time() < deadline and run.poll() is None:
+    while not list(root.rglob("results.parts/*.parquet")) and time.time() < deadline and run.poll() is None:
         time.sleep(0.2)
     assert run.poll() is None, "the run finished before it could be interrupted"
     run.send_signal(signal.SIGINT)

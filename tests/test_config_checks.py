@@ -17,8 +17,9 @@ BAD = {
     "ngram": {"min_n": 0, "max_n": 0, "num_tokens": -3, "match": "nearest", "pad": "zero"},
     "draft_model": {"num_tokens": 0},
     "eagle": {"topk": 0, "depth": -1, "tree_size": 1},
+    "eagle3": {"topk": 0, "depth": -1, "tree_size": 1},
     "layer_skip": {"keep_fraction": 1.5, "selection": "middle", "num_tokens": 0},
-    "hierspec": {"min_draft": 0, "inner_depth": 0, "inner_tree_size": 1, "topk": 0},
+    "hierspec": {"min_draft": 0, "inner_depth": 0, "inner_tree_size": 1, "topk": 0, "first_level": "medusa"},
 }
 SHARED = {f.name for f in dataclasses.fields(DrafterConf)}  # name, label, head, model, quant
 CASES = [(name, key, value) for name, bad in BAD.items() for key, value in bad.items()]

@@ -85,7 +85,7 @@ INTERPRETED = textwrap.dedent("""
         "gptq v1": lambda q, z, s, g: read_gptq(gptq_tensors(q, z, s, g, v1=True), W4A16, v1=True),
         "gptq v2": lambda q, z, s, g: read_gptq(gptq_tensors(q, z, s, g, v1=False), W4A16, v1=False),
         "awq": lambda q, z, s, g: read_awq(awq_tensors(q, z, s, g), W4A16),
-        "compressed-tensors": lambda q, z, s, g: read_compressed(ct_packed_tensors(q, z, s, g, True), W4A16, None),
+        "compressed-tensors": lambda q, z, s, g: read_compressed(ct_packed_tensors(q, z, s, g, True), W4A16),
     }
     for name, read in readers.items():
         for act_order in ((False, True) if name.startswith("gptq") else (False,)):

@@ -52,13 +52,13 @@ def run_models(cfg: DictConfig) -> list[tuple[str, str, DictConfig, DictConfig]]
 
 
 def check_quant(key: str, quant: DictConfig) -> None:
-    from specbench.quantization.backends import BACKENDS, combinations
+    from specbench.quantization.backends import AUTO, BACKENDS, combinations
     from specbench.quantization.schemes import DENSE, SCHEMES
 
     if quant.scheme not in ("none", "auto", *DENSE, *SCHEMES):
         raise ConfigError(f"{key}.scheme={quant.scheme} is not a quantization scheme; use one of: none, auto, "
                           f"{', '.join([*DENSE, *SCHEMES])} (docs/quantization.md)")
-    if quant.scheme in SCHEMES:
+    if quant.scheme in SCHEMES and quant.backend != AUTO:  # auto is resolved per weight, at load
         backend = BACKENDS.get(quant.backend)
         if backend is None or quant.scheme not in backend.schemes:
             raise ConfigError(f"{key}.backend={quant.backend} cannot run {quant.scheme}; backends that can: "
