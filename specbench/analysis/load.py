@@ -137,7 +137,7 @@ def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, colum
     """
     files = newest_files(find_files(paths_or_globs))
     if columns is not None:
-        columns = [*columns, *(old for old, new in RENAMED.items() if new in columns)]
+        columns = list(dict.fromkeys([*columns, *(old for old, new in RENAMED.items() if new in columns)]))
     frame = current_names(read_table(files, filters, columns))
     key = [k for k in ROW_KEY if k in frame.columns]
     if len(key) == len(ROW_KEY):
