@@ -21,7 +21,7 @@ PREFIX = 5
 
 def session_after_verify(draft: Draft) -> ModelSession:
     """A session holding PREFIX tokens that has just verified root + ``draft`` (slot s holds the value s)."""
-    cache = StaticKVCache(1, 1, 1, SLOTS, torch.float32, "cpu")
+    cache = StaticKVCache(1, 1, 1, SLOTS, torch.float32, "cpu", track_positions=True)
     cache.kv[...] = torch.arange(SLOTS, dtype=torch.float32)[:, None]
     cache.positions[:] = torch.arange(SLOTS)
     runner = SimpleNamespace(model=None, device=torch.device("cpu"), cache=cache, max_seq_len=SLOTS,

@@ -21,7 +21,7 @@ from torch import nn
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
-from specbench.model.transformer import DecoderLayer, Transformer, rope_inv_freq
+from specbench.model.transformer import DecoderLayer, Transformer, rope_inv_freq, rope_tables
 
 
 class EagleHeadError(ValueError):
@@ -51,9 +51,7 @@ class DraftHead(nn.Module):
         return self.cache
 
     def rope(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        angles = positions.float()[:, None] * self.inv_freq[None, :]
-        angles = torch.cat((angles, angles), dim=-1)
-        return angles.cos().to(dtype), angles.sin().to(dtype)
+        return rope_tables(self.inv_freq, positions, dtype)
 
     def target_ids(self, ids: torch.Tensor) -> torch.Tensor:
         """Target-vocabulary ids of the head's vocabulary ids (the same vocabulary here)."""

@@ -7,16 +7,18 @@ import torch
 
 class StaticKVCache:
     """Keys and values of every layer in one tensor ``kv`` [2, layers, 1, kv_heads, max_seq_len, head_dim],
-    and the rope position of each slot's token in ``positions`` [max_seq_len] (for sliding-window masks).
+    and, with ``track_positions`` (sliding-window models only), the rope position of each slot's token in
+    ``positions`` [max_seq_len].
 
     The model writes K/V at explicit slots; ``keep`` moves an accepted subset of freshly written slots down
     to contiguous slots after the committed prefix (KV compaction after a tree or sequence verify). One tensor
     for both makes a layer's write one indexed store and a compaction two kernels.
     """
 
-    def __init__(self, layers: int, kv_heads: int, head_dim: int, max_seq_len: int, dtype, device):
+    def __init__(self, layers: int, kv_heads: int, head_dim: int, max_seq_len: int, dtype, device,
+                 track_positions: bool = False):
         self.kv = torch.zeros((2, layers, 1, kv_heads, max_seq_len, head_dim), dtype=dtype, device=device)
-        self.positions = torch.zeros(max_seq_len, dtype=torch.long, device=device)
+        self.positions = torch.zeros(max_seq_len, dtype=torch.long, device=device) if track_positions else None
         self.max_seq_len = max_seq_len
         self.layer_index = torch.arange(layers, device=device)
         self.kv_index = torch.arange(2, device=device)[:, None]
@@ -41,7 +43,8 @@ class StaticKVCache:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""
         dst = torch.arange(dst_start, dst_start + src_slots.numel(), device=src_slots.device)
         self.kv.index_copy_(4, dst, self.kv.index_select(4, src_slots))
-        self.positions.index_copy_(0, dst, self.positions.index_select(0, src_slots))
+        if self.positions is not None:
+            self.positions.index_copy_(0, dst, self.positions.index_select(0, src_slots))
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:

@@ -54,6 +54,14 @@ def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
     return inv_freq.float()
 
 
+def rope_tables(inv_freq: torch.Tensor, positions: torch.Tensor,
+                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """RoPE's (cos, sin) [n, head_dim] in ``dtype`` for rope ``positions`` [n]."""
+    angles = positions.float()[:, None] * inv_freq[None, :]
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotate ``x`` [B, H, n, D] by the angles whose cos/sin are [n, D] (half-split convention)."""
     half = x.shape[-1] // 2
@@ -116,7 +124,8 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(h, i, bias=bias)
         self.up_proj = nn.Linear(h, i, bias=bias)
         self.down_proj = nn.Linear(i, h, bias=bias)
-        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # stacked gate/up (Transformer.fuse_projections)
+        # stacked gate/up and its bias (Transformer.fuse_projections)
+        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None
 
     def forward(self, x):
         if self.fused is None:
@@ -169,15 +178,13 @@ class Transformer(nn.Module):
         c = self.config
         weight = self.model.embed_tokens.weight
         self.cache = StaticKVCache(
-            c.num_hidden_layers, c.num_key_value_heads, c.head_dim, max_seq_len, dtype or weight.dtype, weight.device
+            c.num_hidden_layers, c.num_key_value_heads, c.head_dim, max_seq_len, dtype or weight.dtype, weight.device,
+            track_positions=c.sliding_window is not None,
         )
         return self.cache
 
     def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        angles = positions.float()[:, None] * self.inv_freq[None, :]
-        angles = torch.cat((angles, angles), dim=-1)
-        dtype = self.model.embed_tokens.weight.dtype
-        return angles.cos().to(dtype), angles.sin().to(dtype)
+        return rope_tables(self.inv_freq, positions, self.model.embed_tokens.weight.dtype)
 
     def forward(
         self,
@@ -200,9 +207,9 @@ class Transformer(nn.Module):
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
         if layers is not None and self.feature_layers:
             raise RuntimeError("a layer-skipped forward cannot return the feature_layers' hidden states")
-        self.cache.positions[slots] = positions
         window = self.config.sliding_window
         if window is not None:
+            self.cache.positions[slots] = positions
             mask = mask & (self.cache.positions > positions[:, None] - window)
         cos, sin = self.rope(positions)
         x = self.model.embed_tokens(input_ids)
