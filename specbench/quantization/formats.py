@@ -29,15 +29,14 @@ def unpack_int32(packed: torch.Tensor, bits: int, dim: int, order: tuple[int, ..
 
 
 def pack_int32(values: torch.Tensor, bits: int, dim: int, order: tuple[int, ...] | None = None) -> torch.Tensor:
-    """Inverse of ``unpack_int32`` for unsigned ``values``."""
+    """Inverse of ``unpack_int32`` for unsigned ``values``, on their own device (int32 arithmetic throughout)."""
     per = 32 // bits
-    v = values.to(torch.int64).movedim(dim, -1)
+    v = values.to(torch.int32).movedim(dim, -1)
     v = v.reshape(*v.shape[:-1], -1, per)
-    if order is not None:
-        v = v[..., list(order)]
-    shifts = torch.arange(per, dtype=torch.int64) * bits
-    packed = (v << shifts).sum(-1)
-    return torch.where(packed >= 2**31, packed - 2**32, packed).to(torch.int32).movedim(-1, dim)
+    packed = torch.zeros(v.shape[:-1], dtype=torch.int32, device=v.device)
+    for i in range(per):
+        packed |= v[..., i if order is None else order[i]] << (bits * i)
+    return packed.movedim(-1, dim)
 
 
 def _canonical(scheme: Scheme, q: torch.Tensor, zeros: torch.Tensor | None, scales: torch.Tensor,

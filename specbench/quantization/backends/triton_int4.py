@@ -19,7 +19,7 @@ PATHS = ("gemv", "dot")
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(packed int32 [K/8, N], scales [G, N], zero points [G, N] or None) in the kernel's layout."""
     unsigned = qw.codes.to(torch.int32) + (8 if qw.zeros is None else 0)
-    packed = pack_int32(unsigned.t().cpu(), 4, 0).to(qw.device).contiguous()
+    packed = pack_int32(unsigned.t(), 4, 0).contiguous()
     zeros = None if qw.zeros is None else qw.zeros.t().to(dtype).contiguous()
     return packed, qw.scales.t().to(dtype).contiguous(), zeros
 
