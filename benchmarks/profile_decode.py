@@ -65,26 +65,37 @@ def profile_step(model, context: int, max_seq_len: int, steps: int, compile: boo
     return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
 
 
-def attention_alone(model, context: int, slots: int) -> dict:
-    """32 layers of one decode step's SDPA (q [1, H, 1, D] against the whole static cache), per backend."""
+def attention_alone(model, context: int, slots: int, n: int = 1) -> dict:
+    """32 layers of one forward's SDPA (q [1, H, n, D] against the whole static cache, causal), per backend."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     c = model.config
-    q = torch.randn(1, c.num_attention_heads, 1, c.head_dim, dtype=torch.bfloat16, device="cuda")
+    q = torch.randn(1, c.num_attention_heads, n, c.head_dim, dtype=torch.bfloat16, device="cuda")
     keys = [torch.randn(1, c.num_key_value_heads, slots, c.head_dim, dtype=torch.bfloat16, device="cuda")
             for _ in range(2 * c.num_hidden_layers)]
-    mask = causal_mask(context, 1, slots, "cuda")
+    mask = causal_mask(context, n, slots, "cuda")
     out = {}
     gqa = c.num_attention_heads != c.num_key_value_heads
-    for name, backend in (("default", None), ("math", SDPBackend.MATH), ("efficient", SDPBackend.EFFICIENT_ATTENTION),
-                          ("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash (no mask, valid prefix)", SDPBackend.FLASH_ATTENTION)):
+    group = c.num_attention_heads // c.num_key_value_heads
+    variants = (  # name, backend, keys limited to the valid prefix, K/V heads repeated before the call
+        ("default", None, False, False), ("math", SDPBackend.MATH, False, False),
+        ("efficient", SDPBackend.EFFICIENT_ATTENTION, False, False), ("cudnn", SDPBackend.CUDNN_ATTENTION, False, False),
+        ("efficient, valid prefix", SDPBackend.EFFICIENT_ATTENTION, True, False),
+        ("efficient, valid prefix, heads repeated", SDPBackend.EFFICIENT_ATTENTION, True, True),
+        ("cudnn, valid prefix", SDPBackend.CUDNN_ATTENTION, True, False),
+        ("flash (no mask, valid prefix)", SDPBackend.FLASH_ATTENTION, True, False))
+    for name, backend, prefix, repeat in variants:
         def run():
             for i in range(c.num_hidden_layers):
-                k, v = keys[2 * i], keys[2 * i + 1]
+                k, v, m = keys[2 * i], keys[2 * i + 1], mask
+                if prefix:
+                    k, v, m = k[:, :, : context + n], v[:, :, : context + n], m[..., : context + n]
+                if repeat:
+                    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
                 if backend is SDPBackend.FLASH_ATTENTION:
-                    F.scaled_dot_product_attention(q, k[:, :, : context + 1], v[:, :, : context + 1], enable_gqa=gqa)
+                    F.scaled_dot_product_attention(q, k, v, enable_gqa=gqa)
                 else:
-                    F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=gqa and not repeat)
         try:
             with sdpa_kernel(backend) if backend is not None else contextlib.nullcontext():
                 graphed = GraphedCall(run)

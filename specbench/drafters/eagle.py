@@ -130,7 +130,10 @@ class EagleDrafter(Drafter):
         if not self.runner.cuda_graphs:
             return self._expand_tree(h_root, logits_root, start)
         if self._expand_graph is None:
-            self._expand_graph = GraphedCall(self._expand_tree, self.runner.pool)
+            expand = self._expand_tree
+            if self.runner.compiled:  # Inductor fuses the passes' small kernels (masks, norms, top-k bookkeeping)
+                expand = torch.compile(expand, fullgraph=True, dynamic=False, mode=self.runner.compile_mode)
+            self._expand_graph = GraphedCall(expand, self.runner.pool)
         return self._expand_graph(h_root, logits_root, start)
 
     def _expand_tree(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
@@ -147,8 +150,8 @@ class EagleDrafter(Drafter):
         fed_ids = torch.arange(fed, device=device)
         fed_slots = pairs + fed_ids
         child_row = rows[:, None].expand(k, k).flatten()  # the frontier row of each of the k² children
-        top = torch.log_softmax(logits_root.float(), -1).topk(k)
-        all_tokens, all_scores = self.head.target_ids(top.indices), top.values
+        top_ids, top_scores = top_log_probs(logits_root, k)
+        all_tokens, all_scores = self.head.target_ids(top_ids), top_scores
         all_parents = torch.full((k,), -1, device=device)
         frontier = rows  # candidate ids fed in the next pass
         frontier_feat = h_root.expand(k, -1)
@@ -161,16 +164,23 @@ class EagleDrafter(Drafter):
             mask[:, fed_slots] = tree
             hidden = self.head(all_tokens[frontier][None], (root_pos + level - 1).expand(k), fed_slots[own],
                                mask[None, None], features=frontier_feat[None])[0]
-            child = torch.log_softmax(self.head.logits(hidden), -1).topk(k)
-            child_scores = (all_scores[frontier][:, None] + child.values).flatten()
+            child_ids, child_log_probs = top_log_probs(self.head.logits(hidden), k)
+            child_scores = (all_scores[frontier][:, None] + child_log_probs).flatten()
             new_ids = all_scores.numel() + torch.arange(k * k, device=device)
-            all_tokens = torch.cat([all_tokens, self.head.target_ids(child.indices.flatten())])
+            all_tokens = torch.cat([all_tokens, self.head.target_ids(child_ids.flatten())])
             all_scores = torch.cat([all_scores, child_scores])
             all_parents = torch.cat([all_parents, frontier[child_row]])
             best = child_scores.topk(k).indices
             frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
         chosen = self._select(all_tokens, all_scores, all_parents, self.tree_size - 1)
         return chosen, all_tokens, all_scores, all_parents
+
+
+def top_log_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ``k`` most likely ids of each row of ``logits`` and their log-probabilities (no full log-softmax)."""
+    logits = logits.float()
+    top = logits.topk(k)
+    return top.indices, top.values - torch.logsumexp(logits, -1, keepdim=True)
 
 
 def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:

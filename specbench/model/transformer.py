@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.model import gemv
+from specbench.model import attention, gemv
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 
@@ -111,7 +111,7 @@ class Attention(nn.Module):
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         keys, values = cache.write(self.layer_idx, slots, k, v)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=self.n_kv != self.n_heads)
+        out = attention.attend(q, keys, values, mask)
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
 
 

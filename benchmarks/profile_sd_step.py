@@ -1,0 +1,86 @@
+"""Where an EAGLE-2 step's GPU time goes: the verify forward at n tokens and the draft expansion, kernel by kernel.
+
+Builds a shape-only target (random weights) with an EAGLE-2 drafter (random head), runs a replayed-tau generation
+so every graph is captured, then replays, under the profiler, the target's verify graph of an EAGLE-shaped tree of
+``n`` tokens and the drafter's whole-tree expansion graph, and prints each one's kernels grouped by name, its busy
+time and its span. Also times, alone, 32 layers of the verify's attention (n queries against the static cache)
+for each SDPA backend that accepts a boolean mask with GQA.
+
+    python -m benchmarks.profile_sd_step --out results/profile_sd [--compile] [--tokens 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import torch
+
+from benchmarks.profile_decode import attention_alone, kernel_table
+from specbench.config import EngineConf, ModelConf
+from specbench.decoding.generate import generate
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.engine import Engine
+from specbench.timing.timer import time_calls
+from specbench.timing.trees import eagle_like_tree
+
+
+def profiled(fn, steps: int) -> dict:
+    """``fn``'s median replay time and its kernels per call."""
+    from torch.profiler import ProfilerActivity, profile
+
+    step_ms = time_calls(fn, "cuda", replays=50, warmup=5).median_ms
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            fn()
+        torch.cuda.synchronize()
+    table, busy, span = kernel_table(prof, steps)
+    return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
+
+
+@torch.inference_mode()
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--model", default="llama-3-8b-instruct")
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--max-seq-len", type=int, default=512)
+    parser.add_argument("--tokens", type=int, default=60, help="verified tokens n (root included)")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--no-gemv", action="store_true")
+    args = parser.parse_args(argv)
+    engine = Engine(EngineConf(compile=args.compile, gemv=not args.no_gemv), device="cuda", dtype=torch.bfloat16,
+                    max_seq_len=args.max_seq_len)
+    model = engine.model(ModelConf(args.model, shape_only=True))
+    session = engine.session(model)
+    drafter = engine.drafter({"name": "eagle", "head": "random", "topk": 10, "depth": 6,
+                              "tree_size": args.tokens}, session)
+    prompt = torch.randint(0, model.config.vocab_size, (args.prompt,), generator=torch.Generator().manual_seed(0))
+    gen = generate(session, drafter, prompt.tolist(), max_new_tokens=128, acceptor=ReplayAcceptance(tau=4.0))
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "settings": vars(args) | {"out": str(args.out)}, "warmup_steps": gen.steps}
+    context = session.length
+    draft = eagle_like_tree(args.tokens, vocab_size=model.config.vocab_size)
+    verify = lambda: session.verify(0, draft)  # noqa: E731 - the runner's graph of this bucket, inputs staged
+    decode = lambda: session.verify(0, eagle_like_tree(1))  # noqa: E731
+    result["verify"] = profiled(verify, args.steps)
+    result["decode"] = profiled(decode, args.steps)
+    expand = drafter._expand_graph.graph.replay
+    result["expand"] = profiled(expand, args.steps)
+    result["attention_ms"] = attention_alone(model, context, args.max_seq_len + engine.buckets[-1], args.tokens)
+    for name in ("decode", "verify", "expand"):
+        r = result[name]
+        print(f"\n{name}: {r['step_ms']:.3f} ms, GPU busy {r['busy_us']:.0f} us, span {r['span_us']:.0f} us")
+        for row in r["kernels"][:22]:
+            print(f"  {row['us']:8.1f} us  {row['calls']:5.1f}x  {row['kernel']}")
+    print(f"\nattention alone, {args.tokens} queries x 32 layers (ms):", result["attention_ms"])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "profile_sd_step.json").write_text(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The cache-block-skipping attention kernel: SDPA's result under Triton's interpreter, and its dispatch."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from specbench.model import attention
+
+# float16: the interpreter's bfloat16 dot is not exact enough to test against; the GPU test covers bfloat16
+INTERPRETED = textwrap.dedent("""
+    import torch, torch.nn.functional as F
+    from specbench.model import attention
+    torch.manual_seed(0)
+    # heads, kv heads, queries, cache slots, head dim, committed prefix
+    for h, kvh, n, slots, d, start in [(4, 2, 1, 80, 64, 10), (8, 2, 3, 130, 64, 60), (4, 4, 17, 200, 128, 100),
+                                       (8, 1, 5, 64, 64, 0)]:
+        q = torch.randn(1, h, n, d).half()
+        k, v = torch.randn(2, 1, kvh, slots, d).half()
+        mask = torch.zeros(1, 1, n, slots, dtype=torch.bool)
+        mask[..., :start] = True
+        mask[0, 0, :, start:start + n] = (torch.rand(n, n) < 0.4) | torch.eye(n, dtype=torch.bool)
+        out = attention.masked_attention(q, k, v, mask)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, enable_gqa=h != kvh)
+        err = ((out.float() - ref).norm() / ref.norm()).item()
+        assert out.shape == q.shape and err < 2e-3, (h, kvh, n, slots, d, start, err)
+    print("ok")
+""")
+
+
+@pytest.mark.slow
+def test_kernel_matches_sdpa_in_the_interpreter():
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "ok"
+
+
+def test_cpu_and_large_forwards_go_to_sdpa():
+    q, k = torch.randn(1, 4, 3, 64, dtype=torch.bfloat16), torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
+    assert not attention.fits(q, k)  # CPU tensors
+    mask = torch.ones(1, 1, 3, 16, dtype=torch.bool)
+    out = attention.attend(q, k, k, mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, k, attn_mask=mask, enable_gqa=True))
+    if torch.cuda.is_available():
+        assert attention.fits(q.cuda(), k.cuda())
+        assert not attention.fits(torch.randn(1, 4, attention.MAX_QUERIES + 1, 64, dtype=torch.bfloat16,
+                                              device="cuda"), k.cuda())  # a prefill chunk
+        assert not attention.fits(q.float().cuda(), k.float().cuda())  # float32
+
+
+@pytest.mark.skipif(not attention.available(), reason="needs a CUDA GPU and triton")
+@pytest.mark.parametrize("n", [1, 7, 60, 128])
+def test_kernel_matches_sdpa_on_the_gpu(n):
+    torch.manual_seed(n)
+    h, kvh, slots, d, start = 32, 8, 2176, 128, 700
+    q = torch.randn(1, h, n, d, dtype=torch.bfloat16, device="cuda")
+    kv = torch.randn(2, 1, kvh, slots, d, dtype=torch.bfloat16, device="cuda")
+    mask = torch.zeros(1, 1, n, slots, dtype=torch.bool, device="cuda")
+    mask[..., :start] = True
+    mask[0, 0, :, start:start + n] = (torch.rand(n, n, device="cuda") < 0.3) | torch.eye(n, dtype=torch.bool,
+                                                                                         device="cuda")
+    mask[0, 0, -1, slots - 1] = True  # a padding row on a scratch slot at the cache's end
+    out = attention.masked_attention(q, kv[0], kv[1], mask)
+    ref = F.scaled_dot_product_attention(q.float(), kv[0].float(), kv[1].float(), attn_mask=mask, enable_gqa=True)
+    assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
