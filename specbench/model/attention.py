@@ -1,19 +1,21 @@
 """Attention of a few query tokens over the static KV cache that reads only the cache blocks the mask opens.
 
 A decode step, a tree verify or an EAGLE draft pass runs n <= 128 queries against a cache of ``S`` slots of
-which only the committed prefix and the current tree are visible. SDPA with a boolean mask reads all ``S``
-slots, so its cost grows with the cache size, not with the context. This split-KV kernel (flash-decoding)
-walks the cache in ``BLOCK_N``-slot blocks, checks the mask tile of its query rows first and skips the K/V
-loads of blocks that no row may attend, so its cost follows the valid prefix while the inputs keep the static
-shapes a CUDA graph needs. Grouped-query heads share one K/V read: the ``group`` query heads of a KV head are
-rows of the same tile. Each of ``splits`` programs per (KV head, row block) reduces its share of the blocks to
-a running max, normaliser and weighted sum; a second kernel merges the shares. Semantics are SDPA's with a
-boolean ``attn_mask`` (True = may attend); a row with nothing visible gives zeros.
+which only the committed prefix, the current tree and the padding rows' scratch slots are visible. SDPA with a
+boolean mask reads all ``S`` slots, so its cost grows with the cache size, not with the context. Here the
+forward first lists the ``BLOCK_N``-slot cache blocks that any query may attend (``prepare``, once per forward,
+on the device), and the split-KV kernel (flash-decoding) reads only those, so its cost follows the visible
+prefix while every input keeps the static shape a CUDA graph needs. Grouped-query heads share one K/V read: the
+``group`` query heads of a KV head are rows of the same tile. Each of ``splits`` programs per (KV head, row
+block) reduces its share of the listed blocks to a running max, normaliser and weighted sum; a second kernel
+merges the shares. Semantics are SDPA's with a boolean ``attn_mask`` (True = may attend); a row with nothing
+visible gives zeros.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -34,28 +36,55 @@ def available() -> bool:
     return triton is not None and torch.cuda.is_available()
 
 
-def fits(q: torch.Tensor, keys: torch.Tensor) -> bool:
+class CacheMask(NamedTuple):
+    """A forward's boolean mask [1, 1, n, S] and, for the kernel, its visible cache blocks: their indices first
+    (``order`` [S / BLOCK_N] int32) and how many there are (``count`` [1] int32). Computed once per forward."""
+
+    mask: torch.Tensor
+    order: torch.Tensor | None = None
+    count: torch.Tensor | None = None
+
+
+def prepare(mask: torch.Tensor) -> CacheMask:
+    """``mask`` with its visible-block list when the kernel will read it (a CUDA forward of few queries)."""
+    n, slots = mask.shape[-2:]
+    if not (mask.is_cuda and n <= MAX_QUERIES and triton is not None):
+        return CacheMask(mask)
+    blocks = triton.cdiv(slots, BLOCK_N)
+    padded = F.pad(mask[0, 0], (0, blocks * BLOCK_N - slots))
+    live = padded.view(n, blocks, BLOCK_N).any(-1).any(0)
+    order = torch.argsort((~live).to(torch.int8), stable=True).to(torch.int32)
+    return CacheMask(mask, order, live.sum(dtype=torch.int32).view(1))
+
+
+def fits(q: torch.Tensor, keys: torch.Tensor, mask: CacheMask) -> bool:
     """Whether this kernel runs ``q`` [1, H, n, D] against ``keys`` [1, KVH, S, D] (else SDPA does)."""
     b, h, n, d = q.shape
-    return (q.is_cuda and b == 1 and n <= MAX_QUERIES and q.dtype in DTYPES and d in (64, 128, 256)
-            and h % keys.shape[1] == 0)
+    return (mask.order is not None and q.is_cuda and b == 1 and n <= MAX_QUERIES and q.dtype in DTYPES
+            and d in (64, 128, 256) and h % keys.shape[1] == 0)
 
 
-def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """SDPA over the cache with boolean ``mask`` [1, 1, n, S]; GQA when ``q`` has more heads than ``keys``."""
-    if fits(q, keys):
-        return masked_attention(q, keys, values, mask)
-    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, enable_gqa=q.shape[1] != keys.shape[1])
+def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+           mask: CacheMask | torch.Tensor) -> torch.Tensor:
+    """SDPA over the cache with ``mask`` (True = may attend; a plain tensor is prepared here, for one-layer
+    heads); GQA when ``q`` has more heads than ``keys``."""
+    if not isinstance(mask, CacheMask):
+        mask = prepare(mask)
+    if fits(q, keys, mask):
+        return masked_attention(q, keys, values, *mask)
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask.mask,
+                                          enable_gqa=q.shape[1] != keys.shape[1])
 
 
 if triton is not None:
 
     @triton.jit
-    def _partial_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, m_ptr, l_ptr, acc_ptr,
+    def _partial_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, order_ptr, count_ptr, m_ptr, l_ptr, acc_ptr,
                         n, S, scale, sq_h, sq_n, sk_h, sk_s, sm_n, sm_s,
                         GROUP: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         SPLITS: tl.constexpr):
-        """Running max / normaliser / weighted V sum of rows (query, head of the group) over one split's blocks."""
+        """Running max / normaliser / weighted V sum of rows (query, head of the group) over one split's share of
+        the visible blocks."""
         kvh, mb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < n * GROUP
@@ -63,27 +92,26 @@ if triton is not None:
         dims = tl.arange(0, D)
         q = tl.load(q_ptr + head[:, None] * sq_h + query[:, None] * sq_n + dims[None, :], mask=row_ok[:, None],
                     other=0.0)
-        blocks = tl.cdiv(S, BLOCK_N)
-        per = tl.cdiv(blocks, SPLITS)
+        count = tl.load(count_ptr)
+        per = tl.cdiv(count, SPLITS)
         m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         l = tl.zeros((BLOCK_M,), tl.float32)
         acc = tl.zeros((BLOCK_M, D), tl.float32)
-        for b in range(sp * per, tl.minimum(sp * per + per, blocks)):
-            cols = b * BLOCK_N + tl.arange(0, BLOCK_N)
+        for j in range(sp * per, tl.minimum(sp * per + per, count)):
+            cols = tl.load(order_ptr + j) * BLOCK_N + tl.arange(0, BLOCK_N)
             col_ok = cols < S
             seen = tl.load(mask_ptr + query[:, None] * sm_n + cols[None, :] * sm_s,
                            mask=row_ok[:, None] & col_ok[None, :], other=0) != 0
-            if tl.max(seen.to(tl.int32)) > 0:  # some row may attend this block: read its K/V
-                k = tl.load(k_ptr + kvh * sk_h + cols[:, None] * sk_s + dims[None, :], mask=col_ok[:, None], other=0.0)
-                v = tl.load(v_ptr + kvh * sk_h + cols[:, None] * sk_s + dims[None, :], mask=col_ok[:, None], other=0.0)
-                s = tl.where(seen, tl.dot(q, tl.trans(k)) * scale, float("-inf"))
-                m_new = tl.maximum(m, tl.max(s, 1))
-                safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-                p = tl.exp(s - safe[:, None])
-                alpha = tl.exp(m - safe)
-                l = l * alpha + tl.sum(p, 1)
-                acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
-                m = m_new
+            k = tl.load(k_ptr + kvh * sk_h + cols[:, None] * sk_s + dims[None, :], mask=col_ok[:, None], other=0.0)
+            v = tl.load(v_ptr + kvh * sk_h + cols[:, None] * sk_s + dims[None, :], mask=col_ok[:, None], other=0.0)
+            s = tl.where(seen, tl.dot(q, tl.trans(k)) * scale, float("-inf"))
+            m_new = tl.maximum(m, tl.max(s, 1))
+            safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+            p = tl.exp(s - safe[:, None])
+            alpha = tl.exp(m - safe)
+            l = l * alpha + tl.sum(p, 1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+            m = m_new
         out = (sp * tl.num_programs(0) * GROUP + head) * n + query  # partials are [split, head, query]
         tl.store(m_ptr + out, m, mask=row_ok)
         tl.store(l_ptr + out, l, mask=row_ok)
@@ -91,33 +119,37 @@ if triton is not None:
 
     @triton.jit
     def _merge_kernel(m_ptr, l_ptr, acc_ptr, o_ptr, rows, so_h, so_n, n,
-                      D: tl.constexpr, SPLITS: tl.constexpr):
-        """One (head, query) row: the splits' shares merged into the softmax-weighted sum."""
-        r = tl.program_id(0)
+                      D: tl.constexpr, SPLITS: tl.constexpr, R: tl.constexpr):
+        """``R`` (head, query) rows: the splits' shares merged into the softmax-weighted sum."""
+        r = tl.program_id(0) * R + tl.arange(0, R)
+        r_ok = r < rows
         splits = tl.arange(0, SPLITS)
-        m = tl.load(m_ptr + splits * rows + r)
-        l = tl.load(l_ptr + splits * rows + r)
+        at = splits[:, None] * rows + r[None, :]  # [SPLITS, R]
+        m = tl.load(m_ptr + at, mask=r_ok[None, :], other=float("-inf"))
+        l = tl.load(l_ptr + at, mask=r_ok[None, :], other=0.0)
         top = tl.max(m, 0)
         top = tl.where(top == float("-inf"), 0.0, top)
-        w = tl.where(m == float("-inf"), 0.0, tl.exp(m - top))
+        w = tl.where(m == float("-inf"), 0.0, tl.exp(m - top[None, :]))
         dims = tl.arange(0, D)
-        acc = tl.load(acc_ptr + (splits[:, None] * rows + r) * D + dims[None, :])
+        acc = tl.load(acc_ptr + at[:, :, None] * D + dims[None, None, :], mask=r_ok[None, :, None], other=0.0)
         total = tl.sum(w * l, 0)
-        o = tl.sum(acc * w[:, None], 0) / tl.where(total > 0, total, 1.0)
+        o = tl.sum(acc * w[:, :, None], 0) / tl.where(total > 0, total, 1.0)[:, None]
         head, query = r // n, r % n
-        tl.store(o_ptr + head * so_h + query * so_n + dims, o.to(o_ptr.dtype.element_ty))
+        tl.store(o_ptr + head[:, None] * so_h + query[:, None] * so_n + dims[None, :],
+                 o.to(o_ptr.dtype.element_ty), mask=r_ok[:, None])
 
 
 def split_count(kv_heads: int, row_blocks: int, slots: int) -> int:
-    """Programs per (KV head, row block): enough to give every multiprocessor one, at most one per block."""
-    blocks = triton.cdiv(slots, BLOCK_N)
+    """Programs per (KV head, row block): about one per multiprocessor in all, at most one per cache block."""
     want = max(1, SMS // (kv_heads * row_blocks))
-    return min(triton.next_power_of_2(want), triton.next_power_of_2(blocks))
+    return min(triton.next_power_of_2(want), triton.next_power_of_2(triton.cdiv(slots, BLOCK_N)), 16)
 
 
 @torch.library.custom_op("specbench::masked_attention", mutates_args=())
-def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """``q`` [1, H, n, D] over ``keys``/``values`` [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True -> [1, H, n, D]."""
+def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
+                     order: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """``q`` [1, H, n, D] over ``keys``/``values`` [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True, visiting the
+    ``count`` blocks listed first in ``order`` (``prepare``) -> [1, H, n, D]."""
     _, h, n, d = q.shape
     kv_heads, slots = keys.shape[1], keys.shape[2]
     if keys.stride(-1) != 1 or values.stride() != keys.stride() or q.stride(-1) != 1:
@@ -131,14 +163,16 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     acc = torch.empty(splits, h, n, d, dtype=torch.float32, device=q.device)
     mask2 = mask[0, 0]
     _partial_kernel[(kv_heads, row_blocks, splits)](
-        q, keys, values, mask2, m, l, acc, n, slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2),
+        q, keys, values, mask2, order, count, m, l, acc, n, slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2),
         keys.stride(1), keys.stride(2), mask2.stride(0), mask2.stride(1),
         GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, num_warps=4, num_stages=2)
     out = torch.empty_like(q)
-    _merge_kernel[(h * n,)](m, l, acc, out, h * n, out.stride(1), out.stride(2), n, D=d, SPLITS=splits)
+    rows, per_program = h * n, 16
+    _merge_kernel[(triton.cdiv(rows, per_program),)](m, l, acc, out, rows, out.stride(1), out.stride(2), n, D=d,
+                                                      SPLITS=splits, R=per_program)
     return out
 
 
 @masked_attention.register_fake
-def _(q, keys, values, mask):
+def _(q, keys, values, mask, order, count):
     return torch.empty_like(q)

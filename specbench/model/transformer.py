@@ -211,6 +211,7 @@ class Transformer(nn.Module):
         if window is not None:
             self.cache.positions[slots] = positions
             mask = mask & (self.cache.positions > positions[:, None] - window)
+        mask = attention.prepare(mask)
         cos, sin = self.rope(positions)
         x = self.model.embed_tokens(input_ids)
         blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]
