@@ -64,6 +64,8 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=1)),
         (64, False, 5, fp16, C("dot", 32, 64, split=2, DEQ=2)),
         (-1, False, 7, fp16, C("dot", 16, 128, split=2, DEQ=2)),
+        (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=3)),  # plane dots, the plain conversion
+        (-1, True, 1, fp16, C("dot", 32, 256, split=2, DEQ=3)),
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]
@@ -116,6 +118,8 @@ def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "split into 3 parts" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
     assert "must divide one another" in check_shape(64, 960, 96, KernelConfig("dot", 32, 64))
     assert "must not exceed the group size" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 128, DEQ=2))
+    assert "must not exceed the group size" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 256, DEQ=3))
+    assert "must be >= 128" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64, DEQ=3))
     assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
     two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
     two_scales.channel_scale = torch.ones(64)

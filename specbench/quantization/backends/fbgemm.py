@@ -55,8 +55,8 @@ class W4A16Shuffled(nn.Module):
         self.register_buffer("zeros", offsets.to(torch.bfloat16))
 
     def forward(self, x):
-        y = torch.ops.fbgemm.bf16i4bf16_shuffled(x.to(torch.bfloat16).contiguous(), self.packed, self.scales, self.zeros)
-        return y.to(x.dtype)
+        xb = x.to(torch.bfloat16).contiguous()
+        return torch.ops.fbgemm.bf16i4bf16_shuffled(xb, self.packed, self.scales, self.zeros).to(x.dtype)
 
 
 class W4A8Fp8Shuffled(nn.Module):
@@ -71,7 +71,8 @@ class W4A8Fp8Shuffled(nn.Module):
 
     def forward(self, x):
         xq, x_scale = _quantize_rows(x)
-        return torch.ops.fbgemm.f8i4bf16_shuffled(xq, self.packed, x_scale, self.row_scale, self.group_scale).to(x.dtype)
+        y = torch.ops.fbgemm.f8i4bf16_shuffled(xq, self.packed, x_scale, self.row_scale, self.group_scale)
+        return y.to(x.dtype)
 
 
 class W8A8Fp8Rowwise(nn.Module):
