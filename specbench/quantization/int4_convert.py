@@ -54,18 +54,19 @@ if triton is not None:
             return (((packed >> (4 * j)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True)
 
     @triton.jit
-    def _asm_planes(packed, asm: tl.constexpr, t: tl.constexpr):
-        return tl.inline_asm_elementwise(asm, _CONSTRAINTS, [packed], dtype=(t, t, t, t, t, t, t, t), is_pure=True,
-                                         pack=2)
-
-    @triton.jit
     def planes(packed, sixteen: tl.constexpr, ASM: tl.constexpr):
         """Eight tiles of ``packed``'s shape: plane j = off + nibble j (exact; off 128 bf16, 1024 fp16)."""
         if ASM:
             if sixteen == tl.bfloat16:
-                return _asm_planes(packed, _ASM_BF16, tl.bfloat16)
+                return tl.inline_asm_elementwise(
+                    _ASM_BF16, _CONSTRAINTS, [packed], is_pure=True, pack=2,
+                    dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
+                           tl.bfloat16, tl.bfloat16))
             else:
-                return _asm_planes(packed, _ASM_FP16, tl.float16)
+                return tl.inline_asm_elementwise(
+                    _ASM_FP16, _CONSTRAINTS, [packed], is_pure=True, pack=2,
+                    dtype=(tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16,
+                           tl.float16))
         else:
             return (_plane(packed, 0, sixteen), _plane(packed, 1, sixteen), _plane(packed, 2, sixteen),
                     _plane(packed, 3, sixteen), _plane(packed, 4, sixteen), _plane(packed, 5, sixteen),

@@ -100,10 +100,16 @@ if triton is not None:
             return (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True), 1024.0
 
     @triton.jit
-    def _plane_dot(part, xsum, xrow, row_ok, j: tl.constexpr, plane):
-        """Add x's input columns 8r + j times nibble plane j (rows r) to ``part``; their sum to ``xsum``."""
-        xj = tl.load(xrow + j, mask=row_ok[:, None], other=0.0)
-        return tl.dot(xj, plane, part), xsum + tl.sum(xj.to(tl.float32), axis=1)
+    def _column_planes(x, BM: tl.constexpr, BK8: tl.constexpr):
+        """[BM, BK] -> eight [BM, BK/8] tiles, tile j holding columns 8r + j (three in-register splits)."""
+        a, b = tl.split(tl.reshape(x, (BM, BK8, 2, 2, 2)))  # last bit of j
+        a0, a1 = tl.split(a)
+        b0, b1 = tl.split(b)
+        x0, x4 = tl.split(a0)
+        x2, x6 = tl.split(a1)
+        x1, x5 = tl.split(b0)
+        x3, x7 = tl.split(b1)
+        return x0, x1, x2, x3, x4, x5, x6, x7
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
@@ -168,17 +174,18 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             elif DEQ == 3:  # eight plane dots on exact off + q, two values per instruction on CUDA
                 p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, sixteen, ASM)
-                xrow = x_ptr + rows[:, None] * stride_xm + (k0 + prow * 8)[None, :]
-                part = tl.zeros((BM, BN), dtype=tl.float32)
-                xsum = tl.zeros((BM,), dtype=tl.float32)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 0, p0)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 1, p1)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 2, p2)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 3, p3)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 4, p4)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 5, p5)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 6, p6)
-                part, xsum = _plane_dot(part, xsum, xrow, row_ok, 7, p7)
+                xk = k0 + tl.arange(0, BK)
+                x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
+                x0, x1, x2, x3, x4, x5, x6, x7 = _column_planes(x, BM, BK8)
+                part = tl.dot(x0, p0)
+                part = tl.dot(x1, p1, part)
+                part = tl.dot(x2, p2, part)
+                part = tl.dot(x3, p3, part)
+                part = tl.dot(x4, p4, part)
+                part = tl.dot(x5, p5, part)
+                part = tl.dot(x6, p6, part)
+                part = tl.dot(x7, p7, part)
+                xsum = tl.sum(x.to(tl.float32), axis=1)
                 if CHANNEL:
                     acc += part
                     xtot += xsum
