@@ -27,8 +27,14 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out
 
 
+def _sub_pairs(a: int, b: int, dtype: torch.dtype) -> int:
+    halves = [torch.tensor([_half(v, high, dtype) for v in (a, b)], dtype=dtype) for high in (False, True)]
+    diff = [(h[0] - h[1]).view(torch.int16).item() & 0xFFFF for h in halves]  # rounded in dtype, as sub.rn
+    return diff[0] | diff[1] << 16
+
+
 def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
-    """Execute prmt.b32 / shr.b32 / lop3.b32 lines of ``asm`` on 32-bit registers (named or $n)."""
+    """Execute the prmt.b32 / shr.b32 / lop3.b32 / sub.rn.{bf16x2,f16x2} lines of ``asm`` on 32-bit registers."""
     regs = dict(inputs)
     value = lambda tok: regs[tok] if tok in regs else int(tok, 0)  # noqa: E731
     for line in asm.splitlines():
@@ -44,6 +50,8 @@ def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
             regs[dst] = (vals[0] & MASK32) >> vals[1]
         elif op == "lop3.b32":
             regs[dst] = _lop3(*vals)
+        elif op in ("sub.rn.bf16x2", "sub.rn.f16x2"):
+            regs[dst] = _sub_pairs(*vals, torch.bfloat16 if op.endswith("bf16x2") else torch.float16)
         else:
             raise AssertionError(f"unexpected instruction {op}")
     return regs
@@ -54,21 +62,28 @@ def _half(word: int, high: bool, dtype: torch.dtype) -> float:
     return torch.tensor([bits - (1 << 16) * (bits >= 1 << 15)], dtype=torch.int16).view(dtype).item()
 
 
+def _pair(lo: float, hi: float, dtype: torch.dtype) -> int:
+    bits = torch.tensor([lo, hi], dtype=dtype).view(torch.int16).tolist()
+    return (bits[0] & 0xFFFF) | (bits[1] & 0xFFFF) << 16
+
+
 @pytest.mark.parametrize("kind,dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
-def test_pair_asm_gives_offset_plus_nibble_for_both_words(kind, dtype):
+def test_pair_asm_gives_nibble_minus_zero_point_for_both_words(kind, dtype):
     gen = torch.Generator().manual_seed(0)
     words = [0x76543210, 0xFEDCBA98, 0x0F0F0F0F, 0xF0F0F0F0] + torch.randint(0, 2**32, (60,), generator=gen).tolist()
-    for a, b in zip(words[::2], words[1::2]):
-        regs = run_ptx(pair_asm(kind), {"$8": a, "$9": b})
+    zeros = [(8, 8), (0, 15), (15, 0)] + torch.randint(0, 16, (29, 2), generator=gen).tolist()
+    for a, b, (za, zb) in zip(words[::2], words[1::2], zeros):
+        zoff = _pair(OFFSET[kind] + za, OFFSET[kind] + zb, dtype)
+        regs = run_ptx(pair_asm(kind), {"$8": a, "$9": b, "$10": zoff})
         for j in range(8):
             out = regs[f"${j}"]
-            assert _half(out, False, dtype) == OFFSET[kind] + ((a >> 4 * j) & 0xF), (kind, hex(a), j)
-            assert _half(out, True, dtype) == OFFSET[kind] + ((b >> 4 * j) & 0xF), (kind, hex(b), j)
+            assert _half(out, False, dtype) == ((a >> 4 * j) & 0xF) - za, (kind, hex(a), za, j)
+            assert _half(out, True, dtype) == ((b >> 4 * j) & 0xF) - zb, (kind, hex(b), zb, j)
 
 
-def test_pair_asm_uses_two_values_per_instruction():
+def test_pair_asm_makes_two_values_per_instruction():
     lines = [ln for ln in pair_asm("bf16").splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
-    assert len(lines) == 16  # 16 values (8 planes x 2 words) in 16 instructions
+    assert len(lines) == 24  # 16 values (8 planes x 2 words): 2 prmt, 6 shifts, 8 lop3 and 8 packed subtractions
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the PTX path)")

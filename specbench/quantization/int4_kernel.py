@@ -19,9 +19,10 @@ In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` r
 (``DEQ`` 0), or ``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16:
 ``0x6400`` = 1024), or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are
 applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
-``DEQ`` 3 does the same with the tile split into its eight nibble planes (plane j: rows 8r + j), each made two
-values per instruction (``int4_convert.planes``: inline PTX on CUDA, plain ops in the interpreter) and multiplied
-in its own ``tl.dot`` with x's columns 8r + j, so no plane is unpacked lane by lane or reshaped.
+``DEQ`` 3 splits the tile into its eight nibble planes (plane j: rows 8r + j) of exact q - z, made two values per
+instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline PTX on CUDA,
+plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (x split in registers),
+so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale goes on the product.
 """
 
 from __future__ import annotations
@@ -172,8 +173,9 @@ if triton is not None:
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
-            elif DEQ == 3:  # eight plane dots on exact off + q, two values per instruction on CUDA
-                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, sixteen, ASM)
+            elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
+                zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
+                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
                 xk = k0 + tl.arange(0, BK)
                 x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
                 x0, x1, x2, x3, x4, x5, x6, x7 = _column_planes(x, BM, BK8)
@@ -185,12 +187,7 @@ if triton is not None:
                 part = tl.dot(x5, p5, part)
                 part = tl.dot(x6, p6, part)
                 part = tl.dot(x7, p7, part)
-                xsum = tl.sum(x.to(tl.float32), axis=1)
-                if CHANNEL:
-                    acc += part
-                    xtot += xsum
-                else:
-                    acc += s * (part - (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xsum[:, None])
+                acc += part if CHANNEL else s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 xk = k0 + tl.arange(0, BK)
@@ -215,7 +212,7 @@ if triton is not None:
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
         if CHANNEL:
-            if DEQ >= 2 and not GEMV:
+            if DEQ == 2 and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
         out_mask = row_ok[:, None] & col_ok[None, :]
