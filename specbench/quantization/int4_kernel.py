@@ -21,7 +21,7 @@ In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` r
 applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
 ``DEQ`` 3 splits the tile into its eight nibble planes (plane j: rows 8r + j) of exact q - z, made two values per
 instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline PTX on CUDA,
-plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (x split in registers),
+plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (strided loads),
 so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale goes on the product.
 """
 
@@ -100,18 +100,6 @@ if triton is not None:
         else:
             return (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True), 1024.0
 
-    @triton.jit
-    def _column_planes(x, BM: tl.constexpr, BK8: tl.constexpr):
-        """[BM, BK] -> eight [BM, BK/8] tiles, tile j holding columns 8r + j (three in-register splits)."""
-        a, b = tl.split(tl.reshape(x, (BM, BK8, 2, 2, 2)))  # last bit of j
-        a0, a1 = tl.split(a)
-        b0, b1 = tl.split(b)
-        x0, x4 = tl.split(a0)
-        x2, x6 = tl.split(a1)
-        x1, x5 = tl.split(b0)
-        x3, x7 = tl.split(b1)
-        return x0, x1, x2, x3, x4, x5, x6, x7
-
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
@@ -176,9 +164,15 @@ if triton is not None:
             elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
                 zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
                 p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
-                xk = k0 + tl.arange(0, BK)
-                x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
-                x0, x1, x2, x3, x4, x5, x6, x7 = _column_planes(x, BM, BK8)
+                xrow = x_ptr + rows[:, None] * stride_xm + (k0 + prow * 8)[None, :]  # columns 8r of the tile
+                x0 = tl.load(xrow + 0, mask=row_ok[:, None], other=0.0)
+                x1 = tl.load(xrow + 1, mask=row_ok[:, None], other=0.0)
+                x2 = tl.load(xrow + 2, mask=row_ok[:, None], other=0.0)
+                x3 = tl.load(xrow + 3, mask=row_ok[:, None], other=0.0)
+                x4 = tl.load(xrow + 4, mask=row_ok[:, None], other=0.0)
+                x5 = tl.load(xrow + 5, mask=row_ok[:, None], other=0.0)
+                x6 = tl.load(xrow + 6, mask=row_ok[:, None], other=0.0)
+                x7 = tl.load(xrow + 7, mask=row_ok[:, None], other=0.0)
                 part = tl.dot(x0, p0)
                 part = tl.dot(x1, p1, part)
                 part = tl.dot(x2, p2, part)
