@@ -184,3 +184,16 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
     int8 = quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8"))
     with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of gemlite can run w8a8_int8"):
         resolve("auto", OnH200(**int8.__dict__), torch.bfloat16)
+
+
+def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry():
+    from specbench.quantization.tune import candidates
+
+    entry = KernelConfig("gemv", 16, 1024, 1, warps=8, stages=1)
+    for m in (1, 16, 64):
+        cands = candidates(8192, 8192, 128, m, (entry,) if m == 1 else ())
+        planes = [c for c in cands if c.path == "dot" and c.DEQ == 3]
+        assert planes and all(c.BK == 128 and c.BM >= 16 for c in planes)
+        assert all(check_shape(8192, 8192, 128, c) is None for c in cands)
+    assert candidates(8192, 8192, 128, 1, (entry,))[1] == entry
+    assert {c.BN for c in candidates(8192, 28672, 128, 1) if c.DEQ == 3} >= {128, 256}

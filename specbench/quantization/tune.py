@@ -175,12 +175,17 @@ def main(argv: list[str] | None = None) -> dict:
         if "backends_source" in old:
             table["backends_source"] = old["backends_source"]
 
-    def chosen(cands: list[KernelConfig], keep: tuple[KernelConfig, ...] = ()) -> list[KernelConfig]:
-        keep = (cands[0], *keep)  # the heuristic's config and the current entry always compete
+    def timed_candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
+        """The candidates, the current table entry among them (it competes again, so no run regresses); with
+        ``--deq`` only those dot modes besides the heuristic's config and the entry."""
+        entry = table["entries"].get(kernel_table.shape_key(n, k, group), {}).get(str(m))
+        keep = (KernelConfig(**entry["config"]),) if entry else ()
+        cands = candidates(n, k, group, m, keep)
+        keep = (cands[0], *keep)
         return [c for c in cands if args.deq is None or c in keep or (c.path == "dot" and c.DEQ in args.deq)]
 
     tasks = list(dict.fromkeys((c, g, 1 if m == 1 else 16) for n, k, g, m in work
-                               for c in chosen(candidates(n, k, k if g == -1 else g, m))))
+                               for c in timed_candidates(n, k, k if g == -1 else g, m)))
     tasks = list(dict.fromkeys((KernelConfig(**{**c.as_dict(), "split": min(c.split, 2)}), g, m) for c, g, m in tasks))
     if args.workers > 0:
         print(f"compiling {len(tasks)} candidates in {args.workers} processes", flush=True)
@@ -200,9 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
         weights = weights_of[n, k, group]
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
         key = kernel_table.shape_key(n, k, group)
-        current = table["entries"].get(key, {}).get(str(m))  # it competes again, so no run regresses
-        also = (KernelConfig(**current["config"]),) if current else ()
-        cands = chosen(candidates(n, k, group, m, also), also)
+        cands = timed_candidates(n, k, group, m)
         counters = torch.zeros(max(counters_needed(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
         timed = []
         for cfg in cands:
