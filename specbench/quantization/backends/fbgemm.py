@@ -7,10 +7,12 @@ Layouts each op takes (built once from the canonical ``QuantizedWeight``):
   nibble), preshuffled by ``preshuffle_i4``; bf16 group scales s and group offsets z [G, N] in weight units, so
   ``W = q * s + z``. From canonical codes c, zero points zc and scales s: q = c - 8, z = (8 - zc) * s (0 when
   symmetric).
-- ``f8i4bf16_shuffled(xq, w, x_scale, row_scale, group_scale)``: the same codes; fp8 group scales (preshuffled
-  into an 8-entry table of code x scale in fp8 per group, hence exact only for power-of-two group scales, which
-  ``w4a8_fp8`` RTN makes) and a float32 per-channel scale; ``W = q * group_scale * row_scale``.
-- ``f8f8bf16_rowwise(xq, w, x_scale, w_scale)``: fp8 [N, K] codes, float32 per-channel scales.
+- ``f8i4bf16_shuffled(xq, w, x_scale, row_scale, group_scale)``: the same codes; fp8 group scales, preshuffled to
+  [G, 8, N] (as far as that layout shows, a per-group table of code x scale in fp8: power-of-two group scales,
+  which ``w4a8_fp8`` RTN makes, keep every such product exact however the kernel rounds it), and a float32
+  per-channel scale; ``W = q * group_scale * row_scale``.
+- ``f8f8bf16_rowwise(xq, w, x_scale, w_scale)``: fp8 [N, K] codes, float32 per-channel scales; called without
+  fast accumulation (Hopper's fp8 MMA accumulator is promoted to fp32 as it goes).
 Outputs are bf16 (cast back for fp16 activations).
 """
 
