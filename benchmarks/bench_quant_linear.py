@@ -42,7 +42,8 @@ MS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
 L2_DEFEAT_BYTES = 256 * 2**20
 # (scheme, group size): defaults plus per-channel w4a8, the one gemlite runs with int8 activations
-VARIANTS = [("w8a8_int8", -1), ("w8a8_fp8", -1), ("w8a16", -1), ("w4a16", 128), ("w4a8", 128), ("w4a8", -1)]
+VARIANTS = [("w8a8_int8", -1), ("w8a8_fp8", -1), ("w8a16", -1), ("w4a16", 128), ("w4a8", 128), ("w4a8", -1),
+            ("w4a8_fp8", 128)]
 SMOKE_SHAPES = {"smoke": ([("q", 128, 128), ("down", 256, 128)], 2)}
 T0 = time.monotonic()
 
@@ -326,7 +327,7 @@ def main(argv: list[str] | None = None) -> dict:
     global T0
     parser = smoke_parser(__doc__, "tiny shapes on CPU, reference and dense only")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--backends", nargs="+", default=["triton", "torch", "gemlite", "marlin"])
+    parser.add_argument("--backends", nargs="+", default=["triton", "torch", "fbgemm", "gemlite", "marlin"])
     parser.add_argument("--ms", nargs="+", type=int, default=None, help="M values (default: MS)")
     parser.add_argument("--schemes", nargs="+", default=None, help="only these schemes (default: all of VARIANTS)")
     parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")

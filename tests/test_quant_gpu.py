@@ -9,8 +9,9 @@ from specbench.quantization import BACKENDS, QuantLinear, UnsupportedBackendErro
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 LAYOUTS = [("w8a8_int8", -1, True), ("w8a8_fp8", -1, True), ("w8a16", -1, True), ("w4a16", 128, True),
-           ("w4a16", 128, False), ("w4a16", -1, True), ("w4a8", -1, True), ("w4a8", 128, True)]
-CASES = [(b, *layout) for b in ("triton", "torch", "gemlite", "marlin") for layout in LAYOUTS
+           ("w4a16", 128, False), ("w4a16", -1, True), ("w4a8", -1, True), ("w4a8", 128, True),
+           ("w4a8_fp8", 128, True)]
+CASES = [(b, *layout) for b in ("triton", "torch", "gemlite", "marlin", "fbgemm") for layout in LAYOUTS
          if layout[0] in BACKENDS[b].schemes]
 
 

@@ -14,7 +14,7 @@ from tests.conftest import tiny_hf_model
 
 SHAPE = dict(hidden_size=128, intermediate_size=256)
 # lowest argmax agreement over 64 positions x 6 seeds was 0.97 (int8), 0.89 (fp8), 0.64 (4-bit) on random weights
-MIN_AGREEMENT = {"w8a8_int8": 0.9, "w8a16": 0.9, "w8a8_fp8": 0.8, "w4a16": 0.5, "w4a8": 0.5}
+MIN_AGREEMENT = {"w8a8_int8": 0.9, "w8a16": 0.9, "w8a8_fp8": 0.8, "w4a16": 0.5, "w4a8": 0.5, "w4a8_fp8": 0.5}
 
 
 @pytest.fixture(scope="module")

@@ -64,6 +64,8 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=1)),
         (64, False, 5, fp16, C("dot", 32, 64, split=2, DEQ=2)),
         (-1, False, 7, fp16, C("dot", 16, 128, split=2, DEQ=2)),
+        (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=3)),  # plane dots, the plain conversion
+        (-1, True, 1, fp16, C("dot", 32, 256, split=2, DEQ=3)),
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]
@@ -116,6 +118,8 @@ def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "split into 3 parts" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
     assert "must divide one another" in check_shape(64, 960, 96, KernelConfig("dot", 32, 64))
     assert "must not exceed the group size" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 128, DEQ=2))
+    assert "must not exceed the group size" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 256, DEQ=3))
+    assert "must be >= 128" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64, DEQ=3))
     assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
     two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
     two_scales.channel_scale = torch.ones(64)
@@ -180,3 +184,16 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
     int8 = quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8"))
     with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of gemlite can run w8a8_int8"):
         resolve("auto", OnH200(**int8.__dict__), torch.bfloat16)
+
+
+def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry():
+    from specbench.quantization.tune import candidates
+
+    entry = KernelConfig("gemv", 16, 1024, 1, warps=8, stages=1)
+    for m in (1, 16, 64):
+        cands = candidates(8192, 8192, 128, m, (entry,) if m == 1 else ())
+        planes = [c for c in cands if c.path == "dot" and c.DEQ == 3]
+        assert planes and all(c.BK == 128 and c.BM >= 16 for c in planes)
+        assert all(check_shape(8192, 8192, 128, c) is None for c in cands)
+    assert candidates(8192, 8192, 128, 1, (entry,))[1] == entry
+    assert {c.BN for c in candidates(8192, 28672, 128, 1) if c.DEQ == 3} >= {128, 256}

@@ -31,7 +31,7 @@ from specbench.analysis.load import find_files  # noqa: E402
 
 STYLE = {"figure.dpi": 110, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,
          "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False}
-SCHEMES = ["none", "fp16", "bf16", "w8a8_int8", "w8a8_fp8", "w8a16", "w4a16", "w4a8", "auto"]
+SCHEMES = ["none", "fp16", "bf16", "w8a8_int8", "w8a8_fp8", "w8a16", "w4a16", "w4a8", "w4a8_fp8", "auto"]
 COLORS = dict(zip(SCHEMES, plt.get_cmap("tab10").colors))
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
 PANEL_W, PANEL_H = 3.3, 2.4

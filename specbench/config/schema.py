@@ -18,7 +18,7 @@ class ModelConf:
 
 @dataclass
 class QuantConf:
-    scheme: str = "none"  # none | auto (from the checkpoint) | fp16 | bf16 | w8a8_int8 | w8a8_fp8 | w4a16 | w4a8
+    scheme: str = "none"  # none | auto (checkpoint's) | fp16 | bf16 | w8a8_int8 | w8a8_fp8 | w4a16 | w4a8 | w4a8_fp8
     backend: str = "reference"  # reference | torch | gemlite | marlin | triton | auto (per scheme and GPU)
     rotated: bool = False  # rotation folded into the weights (SpecMQuant -Rot / QQQ checkpoints)
     group_size: Optional[int] = None

@@ -19,6 +19,10 @@ In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` r
 (``DEQ`` 0), or ``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16:
 ``0x6400`` = 1024), or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are
 applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
+``DEQ`` 3 splits the tile into its eight nibble planes (plane j: rows 8r + j) of exact q - z, made two values per
+instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline PTX on CUDA,
+plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (strided loads),
+so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale goes on the product.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ import torch
 try:
     import triton
     import triton.language as tl
+
+    from specbench.quantization.int4_convert import planes
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 
@@ -45,7 +51,8 @@ class KernelConfig:
     BM: int = 16  # dot path only
     warps: int = 4
     stages: int = 2
-    DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product
+    DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
+    # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -62,8 +69,10 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
     if group != k and group % cfg.BK and cfg.BK % group:
         return f"group size {group} and BK={cfg.BK} must divide one another"
-    if cfg.path == "dot" and cfg.DEQ == 2 and group != k and cfg.BK > group:
-        return f"DEQ=2 scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
+    if cfg.path == "dot" and cfg.DEQ >= 2 and group != k and cfg.BK > group:
+        return f"DEQ={cfg.DEQ} scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
+    if cfg.path == "dot" and cfg.DEQ == 3 and cfg.BK < 128:
+        return f"DEQ=3 multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
     if cfg.path == "gemv" and cfg.BK % 8:
         return f"BK={cfg.BK} must be a multiple of 8"
     return None
@@ -94,7 +103,8 @@ if triton is not None:
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
-                     GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr):
+                     GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
+                     ASM: tl.constexpr):
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -151,6 +161,27 @@ if triton is not None:
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
+            elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
+                zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
+                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
+                xrow = x_ptr + rows[:, None] * stride_xm + (k0 + prow * 8)[None, :]  # columns 8r of the tile
+                x0 = tl.load(xrow + 0, mask=row_ok[:, None], other=0.0)
+                x1 = tl.load(xrow + 1, mask=row_ok[:, None], other=0.0)
+                x2 = tl.load(xrow + 2, mask=row_ok[:, None], other=0.0)
+                x3 = tl.load(xrow + 3, mask=row_ok[:, None], other=0.0)
+                x4 = tl.load(xrow + 4, mask=row_ok[:, None], other=0.0)
+                x5 = tl.load(xrow + 5, mask=row_ok[:, None], other=0.0)
+                x6 = tl.load(xrow + 6, mask=row_ok[:, None], other=0.0)
+                x7 = tl.load(xrow + 7, mask=row_ok[:, None], other=0.0)
+                part = tl.dot(x0, p0)
+                part = tl.dot(x1, p1, part)
+                part = tl.dot(x2, p2, part)
+                part = tl.dot(x3, p3, part)
+                part = tl.dot(x4, p4, part)
+                part = tl.dot(x5, p5, part)
+                part = tl.dot(x6, p6, part)
+                part = tl.dot(x7, p7, part)
+                acc += part if CHANNEL else s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 xk = k0 + tl.arange(0, BK)
@@ -220,6 +251,6 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
-        BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, num_warps=cfg.warps, num_stages=cfg.stages,
+        BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, ASM=x.is_cuda, num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

@@ -54,8 +54,9 @@ def load(gpu: str | None) -> dict:
 
 # auto's order per scheme where the GPU has no table (or the table names none): specbench's kernel, then the
 # maintained ones that can run it
-DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "torch", "marlin"), "w4a8": ("gemlite", "marlin"),
-                 "w8a8_int8": ("gemlite",), "w8a8_fp8": ("gemlite", "torch"), "w8a16": ("gemlite",)}
+DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "fbgemm", "torch", "marlin"), "w4a8": ("gemlite", "marlin"),
+                 "w8a8_int8": ("gemlite",), "w8a8_fp8": ("fbgemm", "gemlite", "torch"), "w8a16": ("gemlite",),
+                 "w4a8_fp8": ("fbgemm",)}
 
 
 def backend_order(gpu: str | None, scheme: str) -> tuple[tuple[str, ...], str]:

@@ -24,7 +24,8 @@ class QuantizedWeight:
     scales: torch.Tensor  # [N, K // group_size] float32
     group_size: int  # K for one group per output channel
     zeros: torch.Tensor | None = None  # [N, K // group_size] float32, in code units
-    channel_scale: torch.Tensor | None = None  # [N] float32 (w4a8 group: scales are integers in [1, 16])
+    channel_scale: torch.Tensor | None = None  # [N] float32 (w4a8 group: scales are integers in [1, 16];
+    # w4a8_fp8: scales are powers of two in [2^-9, 1])
     perm: torch.Tensor | None = None  # [K] int64: input channel k of codes is input perm[k] of the layer
 
     @property
@@ -85,7 +86,13 @@ def quantize_rtn(weight: torch.Tensor, scheme: Scheme, group_size: int | None = 
         return QuantizedWeight(scheme, codes, s, g, zeros=z)
     s = (wg.abs().amax(-1) * (2 / 15)).clamp_min(tiny)  # GPTQ's symmetric grid: [-8, 7] * s covers +-7.5 s
     channel = None
-    if scheme.act == "int8" and g != w.shape[1]:
+    if scheme.act == "fp8":
+        # power-of-two group scales in [2^-9, 1] times a per-channel scale: every code x group scale is exact in
+        # fp8 e4m3, as kernels that look that product up in fp8 (fbgemm's f8i4bf16_shuffled) need
+        channel = s.amax(-1)
+        s = torch.exp2(torch.ceil(torch.log2(s / channel[:, None]))).clamp(2.0 ** -9, 1.0)
+        eff = s * channel[:, None]
+    elif scheme.act == "int8" and g != w.shape[1]:
         # QQQ: integer group scales in [1, 16] times a per-channel scale, so codes * group scale fit int8
         channel = (s.amax(-1) / 16).clamp_min(tiny)
         s = torch.ceil(s / channel[:, None]).clamp(1, 16)

@@ -37,6 +37,8 @@ SCHEMES = {
         Scheme("w4a16", "int4", "none", (-1, 32, 64, 128, 256), 128, asym=True, doc="GPTQ/AWQ-style int4 weights"),
         Scheme("w4a8", "int4", "int8", (-1, 128), 128, doc="QQQ-style int4 weights (group 128 with int8-range "
                "group scales and a per-channel scale), int8 per-token acts"),
+        Scheme("w4a8_fp8", "int4", "fp8", (-1, 128), 128, doc="int4 symmetric weights with power-of-two group "
+               "scales times a per-channel scale (exact in fp8), fp8 e4m3 per-token acts"),
     )
 }
 DENSE = ("bf16", "fp16")

@@ -1,6 +1,7 @@
 """Time the Triton w4a16 kernel's candidate configs for every linear shape of the shipped models; write the table.
 
-    python -m specbench.quantization.tune --gpu h200 [--budget-s 300] [--out PATH]
+    python -m specbench.quantization.tune --gpu h200 [--budget-s 300] [--out PATH] [--models llama-3-70b]
+        [--buckets 1 16 64] [--groups 128]
 
 For each (N, K, group kind) of Llama-3-8B/70B's linears and each M bucket, every candidate is timed on random
 weights as CUDA-graph replays over enough weight copies to defeat L2 (median of ``--replays``); the fastest goes
@@ -18,6 +19,7 @@ import json
 import multiprocessing
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -45,16 +47,22 @@ def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
     return shapes, c.num_hidden_layers
 
 
-def candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
-    """Configs worth timing for this shape and M (the heuristic's first), each one that fits."""
-    out = [kernel_table.heuristic(n, k, group, m)]
+def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...] = ()) -> list[KernelConfig]:
+    """Configs worth timing for this shape and M (the heuristic's first, then ``also``), each one that fits."""
+    out = [kernel_table.heuristic(n, k, group, m), *also]
     if m == 1:
         grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
         out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1, 2))
-    out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
-            for bm, bn, bk, st, d in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    splits = [s for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    if m > 1:
+        grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1, 2))
+        out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
+                for bm, bn, bk, st, d in grid for s in splits]
+    # plane dots with two-per-instruction conversion, M = 1 included (BM 16 rows, the rest masked); wider N tiles
+    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4))
+    out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=3)
+            for bm, bn, bk, w, st in grid for s in splits if bm * bn <= 64 * 128 or w == 8]
     g = k if group == -1 else group
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
@@ -138,10 +146,13 @@ def prewarm(tasks: list[tuple], workers: int, deadline: float) -> None:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
-    parser.add_argument("--out", type=Path, default=None, help="default: the committed table of --gpu")
+    parser.add_argument("--out", type=Path, default=None, help="default: the committed table of --gpu; a new path "
+                        "starts from the committed table's entries")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--buckets", nargs="+", type=int, default=list(BUCKETS))
     parser.add_argument("--groups", nargs="+", type=int, default=list(GROUPS), help="-1: per-channel")
+    parser.add_argument("--deq", nargs="+", type=int, default=None, help="time only dot candidates with these DEQ "
+                        "modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
@@ -155,12 +166,26 @@ def main(argv: list[str] | None = None) -> dict:
     work = [(n, k, g, m) for g in args.groups for n, k in keys for m in args.buckets]
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
              "triton": __import__("triton").__version__, "command": "python -m specbench.quantization.tune "
-             f"--gpu {args.gpu}", "date": time.strftime("%Y-%m-%d"), "entries": {}, "errors": []}
-    if out.exists():  # entries this run does not re-tune are kept, and auto's backend order
-        old = json.loads(out.read_text())
+             + " ".join(sys.argv[1:] if argv is None else argv), "date": time.strftime("%Y-%m-%d"), "entries": {},
+             "errors": []}
+    base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"
+    if base.exists():  # entries this run does not re-tune are kept, and auto's backend order and its source
+        old = json.loads(base.read_text())
         table["entries"], table["backends"] = old.get("entries", {}), old.get("backends", {})
+        if "backends_source" in old:
+            table["backends_source"] = old["backends_source"]
+
+    def timed_candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
+        """The candidates, the current table entry among them (it competes again, so no run regresses); with
+        ``--deq`` only those dot modes besides the heuristic's config and the entry."""
+        entry = table["entries"].get(kernel_table.shape_key(n, k, group), {}).get(str(m))
+        keep = (KernelConfig(**entry["config"]),) if entry else ()
+        cands = candidates(n, k, group, m, keep)
+        keep = (cands[0], *keep)
+        return [c for c in cands if args.deq is None or c in keep or (c.path == "dot" and c.DEQ in args.deq)]
+
     tasks = list(dict.fromkeys((c, g, 1 if m == 1 else 16) for n, k, g, m in work
-                               for c in candidates(n, k, k if g == -1 else g, m)))
+                               for c in timed_candidates(n, k, k if g == -1 else g, m)))
     tasks = list(dict.fromkeys((KernelConfig(**{**c.as_dict(), "split": min(c.split, 2)}), g, m) for c, g, m in tasks))
     if args.workers > 0:
         print(f"compiling {len(tasks)} candidates in {args.workers} processes", flush=True)
@@ -179,7 +204,8 @@ def main(argv: list[str] | None = None) -> dict:
             weights_of[n, k, group] = [random_weight(n, k, group, "cuda", i) for i in range(copies)]
         weights = weights_of[n, k, group]
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        cands = candidates(n, k, group, m)
+        key = kernel_table.shape_key(n, k, group)
+        cands = timed_candidates(n, k, group, m)
         counters = torch.zeros(max(counters_needed(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
         timed = []
         for cfg in cands:
@@ -191,7 +217,6 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         best_ms, best = min(timed, key=lambda t: t[0])
         heur_ms = timed[0][0] if timed[0][1] == cands[0] else None
-        key = kernel_table.shape_key(n, k, group)
         errors = [rel_error(best, n, k, group, mm, asym) for mm in {m, max(1, m - 1)} if best.path == "dot" or mm == 1
                   for asym in (False, True)]
         if max(errors) > 1e-2:

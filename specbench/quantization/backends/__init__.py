@@ -20,6 +20,7 @@ class Backend:
     cuda_only = True
     package: str | None = None  # optional dependency, imported lazily
     extra: str | None = None  # pip extra that installs it
+    install_note = ""  # what else the install needs (e.g. a build matching torch)
 
     def limits(self, qw: QuantizedWeight, dtype: torch.dtype) -> str | None:
         """Why this backend cannot run ``qw`` with ``dtype`` activations (layout limits), or None."""
@@ -61,10 +62,17 @@ def get_backend(name: str, scheme: str) -> Backend | None:
     return backend
 
 
+def _installed(package: str) -> bool:
+    try:  # a dotted name imports its parents, which may be missing or fail to load
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, OSError):
+        return False
+
+
 def _runnable(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> bool:
     if backend.cuda_only and qw.device.type != "cuda":
         return False
-    if backend.package is not None and importlib.util.find_spec(backend.package) is None:
+    if backend.package is not None and not _installed(backend.package):
         return False
     return backend.limits(qw, dtype) is None
 
@@ -98,8 +106,9 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     elif backend.package is not None:
         try:
             importlib.import_module(backend.package)
-        except ImportError as err:
-            reason = f"{backend.package} is not installed ({err}); `pip install specbench[{backend.extra}]`"
+        except (ImportError, OSError) as err:  # OSError: its compiled library does not load with this torch
+            reason = (f"{backend.package} is not installed or does not load ({str(err)[:200]}); "
+                      f"`pip install specbench[{backend.extra}]`{backend.install_note}")
     reason = reason or backend.limits(qw, dtype)
     if reason:
         raise UnsupportedBackendError(
@@ -109,5 +118,5 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     return backend.build(qw, dtype)
 
 
-for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4"):
+for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4", "fbgemm"):
     importlib.import_module(f"specbench.quantization.backends.{_module}")

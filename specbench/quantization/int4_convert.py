@@ -1,0 +1,79 @@
+"""int4 -> 16-bit float conversion two values per instruction (CUDA inline PTX), and its plain Triton twin.
+
+A nibble q under a 16-bit float's exponent is an exact float: ``q | 0x4300`` read as bfloat16 is 128 + q, and
+``q | 0x6400`` read as float16 is 1024 + q. With two 16-bit halves per 32-bit register, one LOP3 makes two such
+values: ``(w & 0x000F000F) | MAGIC`` with MAGIC = 0x43004300 (bf16) or 0x64006400 (fp16).
+
+``planes(packed, zoff, ...)`` takes an int32 tile of packed words (nibble j of a word at bits 4j) and off + z in
+16 bits (z the zero point, 8 when symmetric) and returns eight 16-bit tiles of its shape, plane j holding the exact
+q - z of nibble j. On CUDA it is one ``inline_asm_elementwise`` over two words A, B at a time (``pack=2``: one
+register per output holding A's value in the low half and B's in the high half, and one holding both columns'
+off + z): two PRMTs put A's and B's low 16 bits side by side (``wlo``) and their high 16 bits (``whi``), then per
+plane a shift by 4 (j mod 4), a LOP3 and a packed subtraction: 16 values in 24 instructions, against about three
+per value unpacking each nibble in its own 32-bit lane. Triton's interpreter cannot run PTX, so there (and as the
+reference of the same math) ``ASM=False`` builds the planes with plain shifts, masks, bitcasts and a subtraction.
+"""
+
+from __future__ import annotations
+
+MASK = 0x000F000F
+LUT = 0xEA  # lop3 truth table of (a & b) | c for a = 0xF0, b = 0xCC, c = 0xAA
+MAGIC = {"bf16": 0x43004300, "fp16": 0x64006400}
+OFFSET = {"bf16": 128.0, "fp16": 1024.0}
+SUB = {"bf16": "bf16x2", "fp16": "f16x2"}  # packed subtraction of off + z (sm90 for bf16x2)
+SELECT_LO, SELECT_HI = 0x5410, 0x7632  # prmt: [A.b0, A.b1, B.b0, B.b1] and [A.b2, A.b3, B.b2, B.b3]
+
+
+def pair_asm(kind: str) -> str:
+    """PTX for eight outputs $0..$7 (plane j: q - z) from two packed words $8 (A, low halves) and $9 (B, high
+    halves) and the pair $10 of off + z for their two columns."""
+    magic = MAGIC[kind]
+    lines = [f"prmt.b32 wlo, $8, $9, {SELECT_LO:#06x};", f"prmt.b32 whi, $8, $9, {SELECT_HI:#06x};"]
+    for j in range(8):
+        src = "wlo" if j < 4 else "whi"
+        if j % 4:
+            lines.append(f"shr.b32 wsh, {src}, {4 * (j % 4)};")
+            src = "wsh"
+        lines.append(f"lop3.b32 ${j}, {src}, {MASK:#010x}, {magic:#010x}, {LUT:#04x};")
+        lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
+    return "{\n.reg .b32 wlo, whi, wsh;\n" + "\n".join(lines) + "\n}"
+
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the optional GPU extra
+    triton = None
+
+if triton is not None:
+    _ASM_BF16 = tl.constexpr(pair_asm("bf16"))
+    _ASM_FP16 = tl.constexpr(pair_asm("fp16"))
+    _CONSTRAINTS = tl.constexpr("=r," * 8 + "r,r,r")
+
+    @triton.jit
+    def _plane(packed, zoff, j: tl.constexpr, sixteen: tl.constexpr):
+        if sixteen == tl.bfloat16:
+            return (((packed >> (4 * j)) & 0xF) | 0x4300).to(tl.int16).to(tl.bfloat16, bitcast=True) - zoff
+        else:
+            return (((packed >> (4 * j)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - zoff
+
+    @triton.jit
+    def planes(packed, zoff, sixteen: tl.constexpr, ASM: tl.constexpr):
+        """Eight tiles of ``packed``'s shape: plane j = nibble j - z, exact (``zoff`` = off + z in 16 bits,
+        broadcast over ``packed``; off 128 bf16, 1024 fp16)."""
+        if ASM:
+            if sixteen == tl.bfloat16:
+                return tl.inline_asm_elementwise(
+                    _ASM_BF16, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
+                    dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
+                           tl.bfloat16, tl.bfloat16))
+            else:
+                return tl.inline_asm_elementwise(
+                    _ASM_FP16, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
+                    dtype=(tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16,
+                           tl.float16))
+        else:
+            return (_plane(packed, zoff, 0, sixteen), _plane(packed, zoff, 1, sixteen),
+                    _plane(packed, zoff, 2, sixteen), _plane(packed, zoff, 3, sixteen),
+                    _plane(packed, zoff, 4, sixteen), _plane(packed, zoff, 5, sixteen),
+                    _plane(packed, zoff, 6, sixteen), _plane(packed, zoff, 7, sixteen))

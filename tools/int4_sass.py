@@ -1,0 +1,80 @@
+"""Count the SASS instructions of the Triton w4a16 kernel's K loop per weight, compiled for sm_90 without a GPU.
+
+    python -m tools.int4_sass --BM 16 --BN 256 --BK 128 --warps 4 --deq 3 [--gemv] [--channel] [--zeros] [--fp16]
+
+Triton compiles the kernel ahead of time for an H100/H200 target (its bundled ptxas); nvdisasm lists the cubin and
+the largest loop (a backward branch) is counted: instructions per weight and thread = loop instructions /
+(BK * BN / threads), the issue cost that bounds a kernel streaming int4 weights (docs/quantization.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import subprocess
+import tempfile
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from specbench.quantization.int4_kernel import w4a16_kernel
+
+POINTERS = ("x_ptr", "w_ptr", "s_ptr", "z_ptr", "y_ptr", "part_ptr", "count_ptr")
+INTS = ("M", "N", "K", "stride_xm", "stride_ym")
+
+
+def compile_sm90(args) -> bytes:
+    """The cubin for these constexprs; pointers and N, K, strides divisible by 16, as Triton specializes them."""
+    act = "fp16" if args.fp16 else "bf16"
+    types = [f"*{act}", "*i32", f"*{act}", f"*{act}", f"*{act}", "*fp32", "*i32"]
+    sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
+    const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=True,
+                 GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, ASM=True)
+    sig.update({name: "constexpr" for name in const})
+    divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
+    src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,
+                    attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
+    kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
+                            options={"num_warps": args.warps, "num_stages": args.stages})
+    return kernel.asm["cubin"]
+
+
+def largest_loop(sass: str) -> collections.Counter:
+    """Opcode counts of the longest loop body (label .. backward branch to it)."""
+    lines, labels, best = sass.splitlines(), {}, collections.Counter()
+    for i, line in enumerate(lines):
+        if m := re.match(r"\s*(\.L_x_\d+):", line):
+            labels[m.group(1)] = i
+        b = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", line)
+        if b and labels.get(b.group(1), i) < i:
+            ops = [re.search(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", body)
+                   for body in lines[labels[b.group(1)]:i + 1]]
+            body = collections.Counter(m.group(1) for m in ops if m)
+            best = max(best, body, key=lambda c: sum(c.values()))
+    return best
+
+
+def main(argv: list[str] | None = None) -> float:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name, default in (("BM", 16), ("BN", 256), ("BK", 128), ("warps", 4), ("stages", 3), ("deq", 3)):
+        parser.add_argument(f"--{name}", type=int, default=default)
+    for flag in ("gemv", "channel", "zeros", "fp16"):
+        parser.add_argument(f"--{flag}", action="store_true")
+    args = parser.parse_args(argv)
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(compile_sm90(args))
+        f.flush()
+        nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
+        sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+    loop = largest_loop(sass)
+    per_weight = sum(loop.values()) / (args.BK * args.BN / (32 * args.warps))
+    print(f"{sum(loop.values())} instructions per K step, {per_weight:.2f} per weight and thread; "
+          + ", ".join(f"{op} {n}" for op, n in loop.most_common(12)))
+    return per_weight
+
+
+if __name__ == "__main__":
+    main()
