@@ -56,6 +56,7 @@ def no_model(monkeypatch):
 @pytest.mark.parametrize("override,key", [
     ("drafter.num_tokens=-3", "drafter.num_tokens"), ("dataset.max_new_tokens=-5", "dataset.max_new_tokens"),
     ("dataset.max_turns=0", "dataset.max_turns"), ("timing.repeats=0", "timing.repeats"),
+    ("engine.fuse_projections=false", "engine.fuse_projections"),
     ("timing.acceptance=fake", "timing.acceptance"), ("runtime.top_p=0", "runtime.top_p"),
     ("runtime.dtype=int8", "runtime.dtype"),
 ])
