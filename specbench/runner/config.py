@@ -78,6 +78,8 @@ def register_schemas() -> None:
         cs.store(group=group, name=f"{group}_schema", node=node)
     for name, entry in DRAFTERS.items():
         cs.store(group="drafter", name=f"{name}_schema", node=entry.conf)
+        # ``compare=[ngram,eagle]`` puts each chosen drafter's settings at compare.<name>, visible to --cfg job
+        cs.store(group="compare", name=name, node={name: entry.conf})
 
 
 def register_resolvers() -> None:
