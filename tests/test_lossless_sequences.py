@@ -27,7 +27,7 @@ from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from tests.test_lossless_sampling import accept_untested_below_root, chi_square
 
-VOCAB, LENGTH, N = 4, 3, 1_500  # 64 sequences; 1,500 generations detect both mutations by a wide margin
+VOCAB, LENGTH, N = 4, 3, 1_000  # 64 sequences; 1,000 generations detect both mutations by a wide margin
 PROMPT = [0, 1, 2]
 # rows: the last token; the draft is close to the target after 0 and 3 (whole drafts get accepted) and favours
 # what the target avoids after 1 and 2 (rejections, so the residual matters)
