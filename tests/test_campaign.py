@@ -50,6 +50,7 @@ def test_every_experiment_of_the_plan_composes():
             assert cfg.timing.acceptance == "replay" and cfg.timing.replay_source == run.source()
 
 
+@pytest.mark.slow  # coverage of the tables by the plan: ~6 s
 def test_the_plan_fills_the_h200_column_of_its_tables():
     plan = [r for r in runs() if r.id.startswith(("hierspec_70b/w4a16/", "compat_llama3_8b/fp16/n60",
                                                     "compat_llama3_8b/w8a8/n60"))]
