@@ -8,7 +8,6 @@ from typing import Callable
 
 import torch
 from omegaconf import DictConfig, OmegaConf
-
 from torch import nn
 
 from specbench.config import ConfigValueError, EngineConf, ModelConf, QuantConf, check_engine

@@ -47,12 +47,13 @@ class Quantizer:
         if self.reader is None:
             return None
         read = {p: self.reader.read((prefix + p).rstrip("."), f"{p}." if p else "", extra) for p in parts}
-        dense = [prefix + p for p, qw in read.items() if qw is None]
+        dense = [p for p, qw in read.items() if qw is None]
         if len(dense) == len(parts):
             return None
         if dense:
-            raise QuantConfigError(f"{dense} are dense in the checkpoint but {sorted(set(read) - set(dense))} of the "
-                                   f"same stacked linear {prefix}… are quantized; one linear cannot mix them")
+            quantized = [prefix + p for p in read if p not in dense]
+            raise QuantConfigError(f"{[prefix + p for p in dense]} are dense in the checkpoint but {quantized} of the "
+                                   "same stacked linear are quantized; one linear cannot mix them")
         for p, qw in read.items():
             if qw.shape != (parts[p], linear.in_features):
                 raise QuantConfigError(f"checkpoint weight {prefix}{p} is {list(qw.shape)}; the model config "
