@@ -76,7 +76,7 @@ def test_lm_head_quantized_only_when_asked(checkpoint, fp32_logits):
     q = build_quantizer("w8a16", "reference", {}, quantize_lm_head=True)
     model = load_model(checkpoint, dtype=torch.float32, quantizer=q)
     info = describe(model)
-    assert info["summary"]["quant_lm_head"] and info["summary"]["quant_linears"] == 9  # stacked qkv, o, gate_up, down; head
+    assert info["summary"]["quant_lm_head"] and info["summary"]["quant_linears"] == 9  # qkv, o, gate_up, down; head
     assert model.lm_head.weight.numel() == 0 and isinstance(model.lm_head.quant, QuantLinear)
     assert (logits(model).argmax(-1) == fp32_logits.argmax(-1)).float().mean() >= 0.9
 

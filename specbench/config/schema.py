@@ -34,4 +34,4 @@ class EngineConf:
     compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
     compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
     fuse_projections: bool = True  # true only: q/k/v and gate/up are always stacked (key kept for older configs)
-    gemv: bool = True  # on a GPU, models are built with 16-bit one-row linears (decode) by specbench's Triton GEMV, not cuBLAS
+    gemv: bool = True  # on a GPU, 16-bit linears are built to run one-row calls (decode) by the Triton GEMV, not cuBLAS

@@ -2,7 +2,8 @@
 
 Module names mirror Hugging Face's, except that each layer holds q/k/v as one stacked linear ``qkv`` and
 gate/up as ``gate_up`` (``stacked_linears`` names the checkpoint projections each one holds; the loader and
-``load_state_dict`` stack them), so there is one forward path and quantization swaps ``nn.Linear`` modules by name. Every forward appends ``n`` tokens to a static KV cache at explicit slots and
+``load_state_dict`` stack them), so there is one forward path and quantization swaps ``nn.Linear`` modules by
+name. Every forward appends ``n`` tokens to a static KV cache at explicit slots and
 positions under an explicit boolean attention mask, so the same code runs prefill, a decode step, a sequence
 verify and a tree verify, and a CUDA graph can capture any of them.
 """
