@@ -162,7 +162,7 @@ def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, ful
     target = build(big, "w4a16", backend, device, dtype, overrides)
     build_target_s = time.monotonic() - t0
     inter = build(inter_source, "w4a16", backend, device, dtype)
-    engine = Engine(EngineConf(fuse_projections=False, gemv=False), device=device, dtype=dtype, max_seq_len=2048)
+    engine = Engine(EngineConf(gemv=False), device=device, dtype=dtype, max_seq_len=2048)
     head = engine.head("random", inter)
     build_s = time.monotonic() - t0
     sizes = {"target_bytes": tensor_bytes(target), "intermediate_bytes": tensor_bytes(inter),

@@ -43,6 +43,7 @@ def columns(pairs: list[tuple[str, str]]) -> list[str]:
 def render() -> str:
     chosen = defaults()
     groups = [(g, ", ".join(f"[{o}]" if o == chosen.get(g) else o for o in options(g))) for g in GROUPS]
+    groups.insert(3, ("compare", "a list of drafter options, [draft_model, eagle]; settings: compare.NAME.KEY"))
     experiments = [o for o in options("experiment") if not o.startswith("smoke/")]
     groups += [("+experiment", ", ".join(experiments)), ("hydra/launcher", ", ".join(options("hydra/launcher")))]
     lines = [USAGE, "", ABOUT, "", "Main commands:", *columns(COMMANDS), "",

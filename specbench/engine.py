@@ -8,8 +8,9 @@ from typing import Callable
 
 import torch
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
-from specbench.config import ConfigValueError, EngineConf, ModelConf, QuantConf
+from specbench.config import ConfigValueError, EngineConf, ModelConf, QuantConf, check_engine
 from specbench.decoding.acceptance import accept
 from specbench.decoding.forward import DEFAULT_BUCKETS, ForwardRunner
 from specbench.decoding.sampling import SamplingParams
@@ -17,7 +18,7 @@ from specbench.decoding.session import ModelSession
 from specbench.drafters import DraftContext, Drafter, DrafterConf, build_drafter, drafter_conf
 from specbench.drafters.eagle3_head import load_eagle3_head, random_eagle3_head
 from specbench.drafters.eagle_head import DraftHead, load_eagle_head, random_eagle_head
-from specbench.model import Transformer, load_hf_config, load_model
+from specbench.model import Transformer, gemv, load_hf_config, load_model
 from specbench.quantization import build_quantizer
 
 DTYPES = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16, "bf16": torch.bfloat16,
@@ -52,6 +53,7 @@ class Engine:
                  dtype: str | torch.dtype = "float32", seed: int = 0, max_seq_len: int = 2048,
                  buckets=DEFAULT_BUCKETS):
         self.execution = execution if execution is not None else EngineConf()
+        check_engine(self.execution)
         self.device, self.dtype, self.seed, self.max_seq_len = device, dtype, seed, max_seq_len
         self.buckets = tuple(buckets)
 
@@ -74,18 +76,22 @@ class Engine:
             quantizer = build_quantizer(quant.scheme, quant.backend, load_hf_config(model.source), **options)
         built = load_model(model.source, shape_only=model.shape_only, device=self.device,
                            dtype=torch_dtype(self.dtype), seed=self.seed, quantizer=quantizer,
-                           overrides=dict(model.overrides))
+                           overrides=dict(model.overrides), linear=self.linear())
         built.rotated = bool(quant.rotated)
         built.source, built.shape_only = model.source, model.shape_only
         return built
 
+    def linear(self) -> type[nn.Linear]:
+        """The class of a model's dense linears: on a GPU with ``engine.gemv``, one-row calls by the Triton GEMV."""
+        if not (self.execution.gemv and torch.device(self.device).type == "cuda"):
+            return nn.Linear
+        if not gemv.available():
+            raise RuntimeError("engine.gemv=true needs a CUDA GPU and triton: pip install -e '.[gpu]', "
+                               "or set engine.gemv=false")
+        return gemv.GemvLinear
+
     def session(self, model: Transformer, max_seq_len: int | None = None) -> ModelSession:
         """``model`` behind a ``ForwardRunner`` with this engine's execution settings, in a fresh session."""
-        ex = self.execution
-        if ex.fuse_projections:
-            model.fuse_projections()
-        if ex.gemv and next(model.parameters()).is_cuda:
-            model.use_gemv()
         return ModelSession(self.runner(model, max_seq_len))
 
     def runner(self, module, max_seq_len: int | None = None) -> ForwardRunner:

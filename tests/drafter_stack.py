@@ -37,7 +37,7 @@ class Stack:
             layers = model.config.num_hidden_layers
             write_eagle3_head(tmp_path / name, model, [min(1, layers - 1), layers // 2, layers - 1])
         self.path = tmp_path
-        self.engine = Engine(EngineConf(cuda_graphs=False, fuse_projections=False, gemv=False), max_seq_len=MAX_SEQ)
+        self.engine = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=MAX_SEQ)
         self.target = self.engine.model(ModelConf(source=str(tmp_path / "target")))
         self.session = self.engine.session(self.target)
 

@@ -74,6 +74,7 @@ def test_two_denominators_for_a_quantized_run(pool):
     assert sixteen.value / same.value == pytest.approx(ar8.value / ar16.value)
 
 
+@pytest.mark.slow  # bootstrap statistics of every smoke configuration: ~8 s
 def test_cell_stats_reports_every_run(data):
     stats = cell_stats(data, n_boot=100)
     assert len(stats) == data.groupby(IDENTITY, dropna=False).ngroups

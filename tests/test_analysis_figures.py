@@ -12,6 +12,7 @@ from specbench.analysis.plots import STYLE, eq1, k_gamma, save, scheme_label, se
     tree_sweep
 
 SMOKE = Path(__file__).resolve().parents[1] / "results" / "smoke"
+pytestmark = pytest.mark.slow  # figure regeneration: ~20 s on two cores
 
 
 @pytest.fixture(scope="module")

@@ -25,6 +25,7 @@ def rerun(rows: pd.DataFrame, speed: float, date: str, sha: str) -> pd.DataFrame
         "env.date": date, "env.git_sha": sha, "timing.new_setting": True, "drafter_prefill_ms": rows.drafter_prefill_ms * speed})
 
 
+@pytest.mark.slow  # four bootstrapped evaluations over the smoke results: ~10 s
 def test_newest_run_of_a_configuration_wins(smoke):
     old = Pool(smoke).select(CELL)
     assert old.config_hash.nunique() == 1

@@ -50,6 +50,7 @@ def test_every_experiment_of_the_plan_composes():
             assert cfg.timing.acceptance == "replay" and cfg.timing.replay_source == run.source()
 
 
+@pytest.mark.slow  # coverage of the tables by the plan: ~6 s
 def test_the_plan_fills_the_h200_column_of_its_tables():
     plan = [r for r in runs() if r.id.startswith(("hierspec_70b/w4a16/", "compat_llama3_8b/fp16/n60",
                                                     "compat_llama3_8b/w8a8/n60"))]
@@ -92,6 +93,7 @@ def test_a_cut_chunk_resumes_and_done_runs_are_skipped(tmp_path, monkeypatch):
     assert ex.execute(runs()[3:5], ex.PROFILES["h200"], tmp_path, 10, 2, say=lambda _: None)["pending"] == 2
 
 
+@pytest.mark.slow  # a smoke campaign chunk: ~10 s
 def test_smoke_campaign_on_tiny_shapes_writes_replayed_rows_per_task(tmp_path, capsys):
     args = ["smoke", "--root", str(tmp_path), "--only", "hierspec_70b/w4a16/eg2_3_24", "--budget-s", "300"]
     assert campaign(args)["done"] == 1
@@ -136,6 +138,7 @@ def _table2(frame: pd.DataFrame) -> pd.DataFrame:
     return cells[cells.table == "table2"].set_index(["row", "column", "metric"])
 
 
+@pytest.mark.slow  # table regeneration: ~10 s
 def test_fake_campaign_fills_the_h200_column_never_the_a100_one_and_never_shows_replayed_tau(tmp_path):
     h200 = pd.DataFrame(_rows("NVIDIA H200", "none", 30.0, 1.0) + _rows("NVIDIA H200", "eagle", 60.0, 3.0, **EAGLE))
     cells = _table2(h200)

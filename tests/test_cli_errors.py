@@ -128,6 +128,7 @@ def rows(root: Path) -> pd.DataFrame:
     return frame.sort_values(["question_id", "turn"])[["question_id", "turn", "repeat", "new_tokens", "answer"]]
 
 
+@pytest.mark.slow  # a CLI run in a subprocess, interrupted and resumed: ~25 s on two cores
 def test_ctrl_c_keeps_finished_questions_and_a_rerun_resumes(tmp_path):
     root = tmp_path / "results"
     job = [*JOB, f"output.root={root}", f"hydra.run.dir={tmp_path}/h"]

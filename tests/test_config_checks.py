@@ -56,6 +56,7 @@ def no_model(monkeypatch):
 @pytest.mark.parametrize("override,key", [
     ("drafter.num_tokens=-3", "drafter.num_tokens"), ("dataset.max_new_tokens=-5", "dataset.max_new_tokens"),
     ("dataset.max_turns=0", "dataset.max_turns"), ("timing.repeats=0", "timing.repeats"),
+    ("engine.fuse_projections=false", "engine.fuse_projections"),
     ("timing.acceptance=fake", "timing.acceptance"), ("runtime.top_p=0", "runtime.top_p"),
     ("runtime.dtype=int8", "runtime.dtype"),
 ])
@@ -72,6 +73,25 @@ def test_hydra_refuses_a_non_number_and_an_unknown_drafter_key(hydra_compose):
         hydra_compose("drafter.num_token=5")  # a typo is no longer carried silently to the drafter
 
 
-def test_compare_names_only_registered_drafters(hydra_compose, no_model):
-    with pytest.raises(ValueError, match="'medusa' is not a drafter"):
-        run_module.run(hydra_compose("compare=[eagle,medusa]"))
+def test_compare_names_only_registered_drafters(hydra_compose):
+    from hydra.errors import MissingConfigException
+
+    with pytest.raises(MissingConfigException, match="compare/medusa"):
+        hydra_compose("compare=[eagle,medusa]")
+
+
+def test_compared_drafters_settings_are_in_the_composed_config(hydra_compose, no_model):
+    """``--cfg job`` shows every compared drafter's settings; an override reaches its method, a bad one stops."""
+    default = hydra_compose()
+    assert list(default.compare) == ["draft_model", "eagle"] and default.compare.eagle.topk == 10
+    cfg = hydra_compose("compare=[draft_model,eagle]", "compare.eagle.topk=4")
+    methods = run_module.check_config(cfg)
+    assert [m.drafter.name for m in methods] == ["none", "ngram", "draft_model", "eagle"]
+    assert methods[-1].drafter.topk == 4 and "compare" not in methods[-1]
+    assert list(hydra_compose("compare=[]").compare) == []
+    with pytest.raises(ConfigCompositionException):
+        hydra_compose("compare.eagle.top_k=4")  # a typo fails at composition
+    with pytest.raises(ConfigValueError, match=r"compare\.eagle\.topk=0 is not allowed"):
+        run_module.run(hydra_compose("compare.eagle.topk=0"))
+    with pytest.raises(ConfigValueError, match=r"compare\.eagle\.name='ngram' is not allowed"):
+        run_module.run(hydra_compose("compare.eagle.name=ngram"))

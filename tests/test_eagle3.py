@@ -144,7 +144,7 @@ def test_the_paper_layers_and_random_heads():
     target = load_model_from_hf(hf)
     head = random_eagle3_head(target)
     assert head.target_layers == (2, 3, 3) and head.lm_head.weight.shape == (min(OFFICIAL_DRAFT_VOCAB, 96), 64)
-    assert head.fc.weight.shape == (64, 192) and head.midlayer.self_attn.q_proj.weight.shape[1] == 128
+    assert head.fc.weight.shape == (64, 192) and head.midlayer.self_attn.qkv.weight.shape[1] == 128
     assert not head.d2t.any()
     with pytest.raises(EagleHeadError, match="at least 3 layers"):
         random_eagle3_head(load_model_from_hf(tiny_hf_model("llama", num_hidden_layers=2)))

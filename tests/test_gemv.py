@@ -48,11 +48,15 @@ def test_rows_other_than_one_and_cpu_tensors_are_left_to_f_linear():
         assert not gemv.fits(torch.randn(1, 128, dtype=torch.bfloat16, device="cuda"), w[:, :128])  # K < 256
 
 
-def test_use_gemv_without_a_gpu_says_what_to_change(monkeypatch):
+def test_gemv_engine_without_a_gpu_says_what_to_change(monkeypatch):
+    from specbench.config import EngineConf
+    from specbench.engine import Engine
+
     monkeypatch.setattr(gemv, "available", lambda: False)
-    model = load_model("tiny-target", shape_only=True, device="cpu", dtype=torch.float32)
     with pytest.raises(RuntimeError, match="engine.gemv=false"):
-        model.use_gemv()
+        Engine(EngineConf(gemv=True), device="cuda").linear()
+    assert Engine(EngineConf(gemv=False), device="cuda").linear() is torch.nn.Linear
+    assert Engine(EngineConf(gemv=True), device="cpu").linear() is torch.nn.Linear  # decode on a CPU: F.linear
 
 
 @pytest.mark.skipif(not gemv.available(), reason="needs a CUDA GPU and triton")
@@ -60,31 +64,30 @@ def test_model_with_gemv_matches_cublas_at_decode():
     from specbench.decoding.forward import ForwardRunner
     from specbench.model import causal_mask
 
-    model = load_model("tiny-target", shape_only=True, device="cuda", dtype=torch.bfloat16, seed=0)
-    model.fuse_projections()
-    runner = ForwardRunner(model, 64, cuda_graphs=True)
-    ids, pos = torch.tensor([7], device="cuda"), torch.tensor([3], device="cuda")
-    mask = causal_mask(3, 1, runner.total_slots, "cuda")
-    reference = runner(ids, pos, pos, mask, graph=False)[0].clone()
-    assert model.use_gemv() == 9 * model.config.num_hidden_layers + 1  # 7 linears, attention, MLP; LM head
-    ours = runner(ids, pos, pos, mask)[0]  # captured with the GEMV
+    def decode(linear):
+        model = load_model("tiny-target", shape_only=True, device="cuda", dtype=torch.bfloat16, seed=0, linear=linear)
+        runner = ForwardRunner(model, 64, cuda_graphs=True)
+        ids, pos = torch.tensor([7], device="cuda"), torch.tensor([3], device="cuda")
+        return model, runner(ids, pos, pos, causal_mask(3, 1, runner.total_slots, "cuda"))[0].clone()
+
+    _, reference = decode(torch.nn.Linear)
+    model, ours = decode(gemv.GemvLinear)  # captured with the GEMV
+    assert sum(isinstance(m, gemv.GemvLinear) for m in model.modules()) == 4 * model.config.num_hidden_layers + 1
     assert ((ours - reference).norm() / reference.norm()).item() < 2e-2
 
 
-def test_switched_model_is_labelled_and_falls_back_off_gpu(monkeypatch):
-    """Rows say which kernel ran; off a GPU the switched linears compute exactly what F.linear does."""
+def test_gemv_model_is_labelled_and_falls_back_off_gpu():
+    """Rows say which kernel ran; off a GPU the GEMV linears compute exactly what F.linear does."""
     from specbench.decoding.forward import ForwardRunner
     from specbench.model import causal_mask
     from specbench.timing.probes import model_identity
 
-    model = load_model("tiny-target", shape_only=True, device="cpu", dtype=torch.float32, seed=0)
-    model.fuse_projections()
-    runner = ForwardRunner(model, 16)
-    ids, pos = torch.tensor([5, 9]), torch.arange(2)
-    mask = causal_mask(0, 2, runner.total_slots, "cpu")
-    before = runner(ids, pos, pos, mask)[0].clone()
-    assert model_identity(model, "cpu")["kernel"] == "F.linear (stacked qkv, gate/up)"
-    monkeypatch.setattr(gemv, "available", lambda: True)
-    model.use_gemv()
-    assert model_identity(model, "cpu")["kernel"] == "Triton GEMV at 1 row, F.linear above (stacked qkv, gate/up)"
-    torch.testing.assert_close(runner(ids, pos, pos, mask)[0], before, rtol=0, atol=0)
+    outputs, kernels = [], []
+    for linear in (torch.nn.Linear, gemv.GemvLinear):
+        model = load_model("tiny-target", shape_only=True, device="cpu", dtype=torch.float32, seed=0, linear=linear)
+        runner = ForwardRunner(model, 16)
+        ids, pos = torch.tensor([5, 9]), torch.arange(2)
+        outputs.append(runner(ids, pos, pos, causal_mask(0, 2, runner.total_slots, "cpu"))[0])
+        kernels.append(model_identity(model, "cpu")["kernel"])
+    assert kernels == ["F.linear (stacked qkv, gate/up)", "Triton GEMV at 1 row, F.linear above (stacked qkv, gate/up)"]
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=0)

@@ -118,14 +118,16 @@ def test_kv_keep_compacts_exactly_the_chosen_slots(save_hf):
 
 
 def test_shape_only_llama3_8b_matches_real_parameter_counts():
-    model = load_model("llama-3-8b-instruct", shape_only=True, dtype=torch.bfloat16,
-                       overrides={"num_hidden_layers": 1})
+    from specbench.model import Transformer
+
+    full = ModelConfig.from_hf(load_hf_config("llama-3-8b-instruct"))
+    with torch.device("meta"):  # the shapes the loader materialises, without 16 GB of random weights
+        model = Transformer(full)
     layer = sum(p.numel() for p in model.model.layers[0].parameters())
     # Meta-Llama-3-8B: 8,030,261,248 parameters = 32 layers + 2 x 128256 x 4096 embeddings/head + final norm
     assert layer == (8_030_261_248 - 2 * 128256 * 4096 - 4096) // 32 == 218_112_000
-    assert model.config.parameter_count()["per_layer"] == layer
-    full = ModelConfig.from_hf(load_hf_config("llama-3-8b-instruct"))
-    assert full.parameter_count()["total"] == 8_030_261_248
+    assert sum(p.numel() for p in model.parameters()) == full.parameter_count()["total"] == 8_030_261_248
+    assert full.parameter_count()["per_layer"] == layer
 
 
 # fields the decoder does not implement: transformers computes something else, the decoder refuses by name
@@ -230,23 +232,31 @@ def _forward_logits(runner, ids):
     return runner(ids, pos, pos, causal_mask(0, n, runner.total_slots, "cpu"), graph=False)[0]
 
 
-def test_fused_projections_keep_logits_and_memory():
-    from specbench.decoding.forward import ForwardRunner
-    from specbench.quantization import quantize_model
+def test_checkpoint_projections_load_into_the_stacked_linears(save_hf):
+    from safetensors.torch import load_file
 
-    model = load_model("tiny-target", dtype=torch.float32)
-    ids = torch.randint(0, model.config.vocab_size, (7,), generator=torch.Generator().manual_seed(0))
-    before = _forward_logits(ForwardRunner(model, 32), ids)
-    params = sum(p.numel() for p in model.parameters())
-    assert model.fuse_projections() == 2 * model.config.num_hidden_layers
-    assert model.fuse_projections() == 0  # already stacked
-    attn = model.model.layers[0].self_attn
-    stacked = attn.fused[0]
-    assert attn.k_proj.weight.untyped_storage().data_ptr() == stacked.untyped_storage().data_ptr()
-    assert sum(p.numel() for p in model.parameters()) == params  # views, no second copy
-    torch.testing.assert_close(_forward_logits(ForwardRunner(model, 32), ids), before, rtol=0, atol=1e-5)
-    quantized = quantize_model(load_model("tiny-target", dtype=torch.float32), "w8a8_int8", "reference")
-    assert quantized.fuse_projections() == 0  # quantized linears are left as they are
+    from specbench.model import ModelSourceError
+
+    path = save_hf(tiny_hf_model("qwen2"))  # q/k/v biases
+    model = load_model(str(path), dtype=torch.float32)
+    state = {k: v for f in path.glob("*.safetensors") for k, v in load_file(f).items()}
+    attn, mlp, pre = model.model.layers[1].self_attn, model.model.layers[1].mlp, "model.layers.1."
+    qkv = [state[f"{pre}self_attn.{p}_proj.weight"] for p in "qkv"]
+    assert torch.equal(attn.qkv.weight, torch.cat(qkv)) and attn.qkv.weight.shape[0] > qkv[0].shape[0]
+    assert torch.equal(attn.qkv.bias, torch.cat([state[f"{pre}self_attn.{p}_proj.bias"] for p in "qkv"]))
+    assert torch.equal(mlp.gate_up.weight, torch.cat([state[pre + "mlp.gate_proj.weight"],
+                                                      state[pre + "mlp.up_proj.weight"]]))
+    assert sum(p.numel() for p in model.parameters()) == sum(t.numel() for t in state.values())
+    assert not any(name.endswith(("q_proj", "gate_proj")) for name, _ in model.named_modules())
+    short = _rewrite(save_hf(tiny_hf_model("llama"), "short"), drop=("model.layers.0.self_attn.v_proj.weight",))
+    with pytest.raises(ModelSourceError, match=r"lacks \['model.layers.0.self_attn.v_proj.weight'\]"):
+        load_model(str(short), dtype=torch.float32)
+    wrong = save_hf(tiny_hf_model("llama"), "wrong")
+    name = "model.layers.0.self_attn.k_proj.weight"
+    k = {n: t for f in wrong.glob("*.safetensors") for n, t in load_file(f).items()}[name]
+    _rewrite(wrong, tensors={name: k[:-1]})
+    with pytest.raises(ModelSourceError, match="k_proj.weight has shape"):
+        load_model(str(wrong), dtype=torch.float32)
 
 
 @pytest.mark.slow

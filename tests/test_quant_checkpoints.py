@@ -11,8 +11,10 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from specbench.model import ModelSourceError, load_model
+from specbench.model.transformer import stacked_linears
 from specbench.quantization import QuantConfigError, QuantLinear, build_quantizer, describe
 from specbench.quantization.formats import pack_int32
+from specbench.quantization.linear import QuantParts
 from tests.conftest import tiny_hf_model
 from tests.test_quant_model import logits
 
@@ -98,6 +100,26 @@ def write_checkpoint(tmp_path, quant_config, make, seed=0):
     return path, config, expected
 
 
+def part_weight(model, name: str) -> torch.Tensor:
+    """The dequantized weight (input order) of checkpoint linear ``name`` inside the model's stacked linears."""
+    group, _, part = name.partition(".layers.")
+    index, _, part = part.partition(".")
+    layer = model.get_submodule(f"{group}.layers.{index}")
+    linear, parts = next(((lin, ps) for lin, ps in stacked_linears(layer).items() if part in ps),
+                         (part, {part: None}))
+    module = layer.get_submodule(linear)
+    if isinstance(module, QuantParts):
+        module, rows = module.parts[part.rpartition(".")[2]], slice(None)
+    else:
+        names = list(parts)
+        start = sum(parts[p] for p in names[: names.index(part)])
+        rows = slice(start, start + (parts[part] or module.out_features))
+    assert isinstance(module, QuantLinear), name
+    qw = module.kernel.weight()
+    qw.perm = module.perm
+    return qw.dequantize()[rows]
+
+
 def load_and_compare(path, config, expected, backend="reference"):
     """Load with quant=auto and compare every linear with its dequantized reference; quant=none and a
     mismatching scheme must stop, naming the format and the setting to use."""
@@ -110,11 +132,7 @@ def load_and_compare(path, config, expected, backend="reference"):
         build_quantizer(wrong, backend, config)
     model = load_model(str(path), dtype=torch.float32, quantizer=build_quantizer("auto", backend, config))
     for name, weight in expected.items():
-        layer = model.get_submodule(name)
-        assert isinstance(layer, QuantLinear)
-        qw = layer.kernel.weight()
-        qw.perm = layer.perm
-        assert torch.equal(qw.dequantize(), weight), name
+        assert torch.equal(part_weight(model, name), weight), name
     return model
 
 
@@ -129,8 +147,11 @@ def test_gptq_checkpoint(tmp_path, asym, act_order, v1):
            "checkpoint_format": "gptq" if v1 else "gptq_v2"}
     path, config, expected = write_checkpoint(tmp_path, cfg, make)
     model = load_and_compare(path, config, expected)
-    layer = describe(model)["layers"]["model.layers.0.self_attn.q_proj"]
+    # different act-order perms per projection: q/k/v run as parts of one linear; else one stacked kernel
+    layers = describe(model)["layers"]
+    layer = layers["model.layers.0.self_attn.qkv" + (".parts.q_proj" if act_order else "")]
     assert layer["zero_point"] is asym and layer["act_order"] is act_order  # v1 "7 means 8" is symmetric
+    assert act_order or layers["model.layers.0.self_attn.qkv"]["stacked"] == "q_proj+k_proj+v_proj"
     if act_order:  # the model runs the permuted layers exactly like the dense weights they stand for
         dense_state = {n + ".weight": w for n, w in expected.items()}
         reference = load_model(str(write_dense(tmp_path, path, dense_state)), dtype=torch.float32)
@@ -157,7 +178,7 @@ def test_awq_gemm_checkpoint(tmp_path):
 
     cfg = {"quant_method": "awq", "bits": 4, "group_size": 64, "zero_point": True, "version": "gemm"}
     model = load_and_compare(*write_checkpoint(tmp_path, cfg, make))
-    layer = describe(model)["layers"]["model.layers.0.self_attn.q_proj"]
+    layer = describe(model)["layers"]["model.layers.0.self_attn.qkv"]
     assert layer["zero_point"] is True and layer["act_order"] is False
     assert describe(model)["summary"]["quant_scheme"] == "w4a16"
 
@@ -192,6 +213,27 @@ def test_compressed_tensors_w8a8(tmp_path, kind):
     cfg = {"quant_method": "compressed-tensors", "format": fmt, "config_groups": {"group_0": group}, "ignore": ["lm_head"]}
     model = load_and_compare(*write_checkpoint(tmp_path, cfg, make))
     assert describe(model)["summary"]["quant_scheme"] == ("w8a8_int8" if kind == "int" else "w8a8_fp8")
+
+
+def test_a_stacked_linear_of_quantized_and_dense_parts_is_refused(tmp_path):
+    """q_proj quantized but k/v dense in the checkpoint: q/k/v are one linear, so the load stops naming them."""
+    def make(gen, n, k):
+        return {"weight": torch.randint(-127, 128, (n, k), generator=gen, dtype=torch.int8),
+                "weight_scale": torch.full((n, 1), 0.01)}, None
+
+    args = {"num_bits": 8, "type": "int", "symmetric": True, "strategy": "channel", "dynamic": False}
+    group = {"targets": ["Linear"], "weights": args, "input_activations": {**args, "strategy": "token", "dynamic": True}}
+    cfg = {"quant_method": "compressed-tensors", "format": "int-quantized", "config_groups": {"g": group},
+           "ignore": ["lm_head"]}
+    path, config, _ = write_checkpoint(tmp_path, cfg, make)
+    state = load_file(path / "model.safetensors")
+    for part in ("k_proj", "v_proj"):
+        name = f"model.layers.0.self_attn.{part}."
+        state[name + "weight"] = state[name + "weight"].float() * 0.01
+        del state[name + "weight_scale"]
+    save_file(state, path / "model.safetensors")
+    with pytest.raises(QuantConfigError, match=r"self_attn.k_proj.*dense in the checkpoint but \['model.layers.0.self_attn.q_proj'\]"):
+        load_model(str(path), dtype=torch.float32, quantizer=build_quantizer("auto", "reference", config))
 
 
 def test_runner_default_quant_none_refuses_a_w8a8_checkpoint(tmp_path):

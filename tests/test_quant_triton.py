@@ -104,6 +104,7 @@ INTERPRETED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # the Triton interpreter: ~15 s on two cores
 def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}

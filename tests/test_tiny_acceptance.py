@@ -27,7 +27,7 @@ def prompts():
     return [build_prompt(tokenizer, q, 0, []).input_ids for q in questions], tokenizer.eos_token_id
 
 
-ENGINE = Engine(EngineConf(cuda_graphs=False, fuse_projections=False, gemv=False), max_seq_len=1024)
+ENGINE = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=1024)
 RANDOM = Engine(ENGINE.execution, max_seq_len=1024, seed=1)  # shape-only models and random heads of seed 1
 
 

@@ -13,3 +13,9 @@ def require(ok: bool, key: str, value: Any, allowed: str) -> None:
     """Raise ``ConfigValueError`` for ``key=value`` unless ``ok``; ``allowed`` says which values are accepted."""
     if not ok:
         raise ConfigValueError(f"{key}={value!r} is not allowed: {allowed}")
+
+
+def check_engine(engine) -> None:
+    """Refuse engine settings that can no longer be honoured (the keys stay so that older configs still load)."""
+    require(engine.fuse_projections, "engine.fuse_projections", engine.fuse_projections,
+            "true only: the decoder is built with q/k/v and gate/up stacked (one forward path); drop the override")

@@ -33,5 +33,5 @@ class EngineConf:
     cuda_graphs: bool = True
     compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
     compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
-    fuse_projections: bool = True  # one stacked GEMM for q/k/v and for gate/up (16-bit linears only)
-    gemv: bool = True  # on a GPU, 16-bit one-row linears (decode) by specbench's Triton GEMV instead of cuBLAS
+    fuse_projections: bool = True  # true only: q/k/v and gate/up are always stacked (key kept for older configs)
+    gemv: bool = True  # on a GPU, 16-bit linears are built to run one-row calls (decode) by the Triton GEMV, not cuBLAS

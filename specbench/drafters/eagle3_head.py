@@ -55,9 +55,7 @@ class Eagle3Layer(nn.Module):
         self.hidden_norm = RMSNorm(h, eps)
         self.self_attn = Attention(config, 0)
         attn = self.self_attn
-        for name in ("q_proj", "k_proj", "v_proj"):
-            width = getattr(attn, name).out_features
-            setattr(attn, name, nn.Linear(2 * h, width, bias=config.attention_bias))
+        attn.qkv = nn.Linear(2 * h, attn.qkv.out_features, bias=config.attention_bias)
         self.post_attention_layernorm = RMSNorm(h, eps)
         self.mlp = MLP(config)
 

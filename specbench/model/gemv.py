@@ -6,7 +6,7 @@ kernel streams the weight in [BLOCK_N, BLOCK_K] tiles, accumulates products in f
 once per program. Configurations are autotuned per (N, K) on first use (before any CUDA-graph capture, since
 ``GraphedCall`` warms up first). The op is a ``torch.library`` custom op so ``torch.compile`` keeps it whole
 and fuses the norms, RoPE and activations around it. Rows other than one, other dtypes and CPU tensors go to
-``F.linear``.
+``F.linear``. ``GemvLinear`` is the linear the engine builds a 16-bit model with on a GPU (``engine.gemv``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Optional
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 try:
     import triton
@@ -101,3 +102,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     if not fits(x, weight):
         return F.linear(x, weight, bias)
     return gemv(x.reshape(-1).contiguous(), weight, bias).reshape(*x.shape[:-1], weight.shape[0])
+
+
+class GemvLinear(nn.Linear):
+    """``nn.Linear`` whose one-row calls (decode steps) run the Triton GEMV."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return linear(x, self.weight, self.bias)

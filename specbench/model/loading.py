@@ -2,7 +2,8 @@
 
 Weights are materialised one module group at a time (embeddings, each decoder layer, final norm, LM head), so
 a quantizer can swap a layer's linears before the next layer is allocated and a 70B model quantized at load
-time never needs its 16-bit weights on the GPU all at once.
+time never needs its 16-bit weights on the GPU all at once. A checkpoint's separate q/k/v and gate/up tensors
+are concatenated into the model's stacked linears as they are read (``transformer.stack_parts``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from torch import nn
 
 from specbench.model.config import ModelConfig
 from specbench.model.registry import known_model, shipped_path
-from specbench.model.transformer import Transformer, rope_inv_freq
+from specbench.model.transformer import Transformer, rope_inv_freq, stack_parts
 
 FLOAT_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # a cached buffer in older Llama checkpoints, recomputed from config
@@ -34,7 +35,7 @@ class GroupQuantizer(Protocol):
 
     ``extra`` holds the checkpoint tensors of the group that filled no dense parameter (e.g. GPTQ's
     ``qweight``/``qzeros``/``scales``, or int8/fp8 ``weight`` codes); ``missing`` the dense parameter names
-    left unfilled. The quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns
+    left unfilled, under the checkpoint's names (``self_attn.q_proj.weight``, not the stacked ``qkv``). The quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns
     the names from ``missing`` it has now provided; whatever is left in ``extra`` stops the load.
     """
 
@@ -141,9 +142,14 @@ def fill_random(group: nn.Module, generator: torch.Generator) -> None:
 
 
 def _fill_from_checkpoint(group: nn.Module, tensors: dict[str, torch.Tensor]) -> set[str]:
-    """Copy matching 16/32-bit tensors into ``group``; remove them from ``tensors``; return the names not filled.
+    """Copy matching 16/32-bit tensors into ``group``; remove them from ``tensors``; return the names not filled
+    (a stacked linear's by its parts' checkpoint names).
 
     Integer and fp8 tensors stay in ``tensors``: they are quantized codes, for the quantizer to read."""
+    try:
+        stacks = stack_parts(group, tensors)
+    except ValueError as err:
+        raise ModelSourceError(str(err)) from err
     missing = set()
     for name, param in group.named_parameters():
         if name in tensors and tensors[name].dtype in FLOAT_DTYPES:
@@ -152,21 +158,24 @@ def _fill_from_checkpoint(group: nn.Module, tensors: dict[str, torch.Tensor]) ->
                 raise ModelSourceError(f"checkpoint tensor {name} has shape {tuple(source.shape)}, expected {tuple(param.shape)}")
             param.data.copy_(source)
         else:
-            missing.add(name)
+            linear, _, suffix = name.rpartition(".")
+            missing |= {f"{p}.{suffix}" for p in stacks[linear]} if linear in stacks else {name}
     return missing
 
 
 def _check_consumed(checkpoint: Path, prefix: str, missing: set[str], extra: dict[str, torch.Tensor]) -> None:
     """Raise unless every parameter of the group was filled and every checkpoint tensor of it was used."""
-    wrong_dtype = sorted(f"{prefix}{m} ({extra[m].dtype})" for m in missing if m in extra)
+    wrong_dtype = sorted(f"{prefix}{m} ({extra[m].dtype})" for m in missing
+                         if m in extra and extra[m].dtype not in FLOAT_DTYPES)
     if wrong_dtype:
         raise ModelSourceError(
             f"checkpoint tensors {wrong_dtype} hold quantized codes where float weights are expected; if the "
             "checkpoint is quantized, give its config.json the quantization_config it was written with and set "
             "quant=auto"
         )
-    if missing:
-        raise ModelSourceError(f"checkpoint {checkpoint} lacks {sorted(prefix + m for m in missing)}")
+    if missing:  # of a stacked linear, the parts absent (the others are then left unused)
+        absent = [m for m in missing if m not in extra] or missing
+        raise ModelSourceError(f"checkpoint {checkpoint} lacks {sorted(prefix + m for m in absent)}")
     unused = sorted(prefix + k for k in extra if not k.endswith(IGNORED_SUFFIXES))
     if unused:
         raise ModelSourceError(
@@ -196,11 +205,14 @@ def build_model(
     dtype: torch.dtype = torch.bfloat16,
     seed: int = 0,
     quantizer: GroupQuantizer | None = None,
+    linear: type[nn.Linear] = nn.Linear,
 ) -> Transformer:
-    """Materialise a model group by group: from ``checkpoint`` or, when it is None, random (shape-only)."""
+    """Materialise a model group by group: from ``checkpoint`` or, when it is None, random (shape-only).
+
+    ``linear``: the class of the dense linears (the kernel of 16-bit matmuls, e.g. ``gemv.GemvLinear``)."""
     device = torch.device(device)
     with torch.device("meta"):
-        model = Transformer(config)
+        model = Transformer(config, linear)
     reader = CheckpointReader(checkpoint) if checkpoint is not None else None
     generator = torch.Generator(device=device).manual_seed(seed)
     for prefix, group in module_groups(model):
@@ -247,14 +259,17 @@ def load_model(
     seed: int = 0,
     quantizer: GroupQuantizer | None = None,
     overrides: dict | None = None,
+    linear: type[nn.Linear] = nn.Linear,
 ) -> Transformer:
-    """Load ``source`` (shipped name, hub id or folder); ``shape_only`` uses its config with random weights."""
+    """Load ``source`` (shipped name, hub id or folder); ``shape_only`` uses its config with random weights;
+    ``linear`` as in ``build_model``."""
     hf_config = load_hf_config(source)
     config = ModelConfig.from_hf(hf_config, **(overrides or {}))
     if quantizer is None and not shape_only:
         _refuse_quantized(source, hf_config)
     if shape_only:
-        return build_model(config, device=device, dtype=dtype, seed=seed, quantizer=quantizer)
+        return build_model(config, device=device, dtype=dtype, seed=seed, quantizer=quantizer, linear=linear)
     if overrides and "num_hidden_layers" in overrides:
         raise ModelSourceError("num_hidden_layers can only be overridden with model.shape_only=true")
-    return build_model(config, checkpoint=resolve_checkpoint(source), device=device, dtype=dtype, seed=seed, quantizer=quantizer)
+    return build_model(config, checkpoint=resolve_checkpoint(source), device=device, dtype=dtype, seed=seed,
+                       quantizer=quantizer, linear=linear)

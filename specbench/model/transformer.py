@@ -1,7 +1,9 @@
 """A native decoder-only transformer for the Llama family (Llama-2/3, Mistral, Qwen2, Qwen3).
 
-Module names mirror Hugging Face's, so a checkpoint's state dict loads as it is and quantization can swap
-``nn.Linear`` modules by name. Every forward appends ``n`` tokens to a static KV cache at explicit slots and
+Module names mirror Hugging Face's, except that each layer holds q/k/v as one stacked linear ``qkv`` and
+gate/up as ``gate_up`` (``stacked_linears`` names the checkpoint projections each one holds; the loader and
+``load_state_dict`` stack them), so there is one forward path and quantization swaps ``nn.Linear`` modules by
+name. Every forward appends ``n`` tokens to a static KV cache at explicit slots and
 positions under an explicit boolean attention mask, so the same code runs prefill, a decode step, a sequence
 verify and a tree verify, and a CUDA graph can capture any of them.
 """
@@ -15,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from specbench.model import attention, gemv
+from specbench.model import attention
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 
@@ -69,40 +71,27 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
     return (x * cos + rotated * sin).to(x.dtype)
 
 
-class GemvLinear(nn.Linear):
-    """``nn.Linear`` whose one-row calls run the Triton GEMV (``Transformer.use_gemv``)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return gemv.linear(x, self.weight, self.bias)
-
-
 class Attention(nn.Module):
-    linear = staticmethod(F.linear)  # of the stacked projections; Transformer.use_gemv swaps in gemv.linear
-
-    def __init__(self, config: ModelConfig, layer_idx: int):
+    def __init__(self, config: ModelConfig, layer_idx: int, linear: type[nn.Linear] = nn.Linear):
         super().__init__()
         self.layer_idx = layer_idx
         self.n_heads, self.n_kv = config.num_attention_heads, config.num_key_value_heads
         self.head_dim = config.head_dim
         h, bias = config.hidden_size, config.attention_bias
-        self.q_proj = nn.Linear(h, self.n_heads * self.head_dim, bias=bias)
-        self.k_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
-        self.v_proj = nn.Linear(h, self.n_kv * self.head_dim, bias=bias)
-        self.o_proj = nn.Linear(self.n_heads * self.head_dim, h, bias=config.o_proj_bias)
+        q, kv = self.n_heads * self.head_dim, self.n_kv * self.head_dim
+        self.stacks = {"qkv": {"q_proj": q, "k_proj": kv, "v_proj": kv}}
+        self.register_load_state_dict_pre_hook(_stack_state_dict)
+        self.qkv = linear(h, q + 2 * kv, bias=bias)
+        self.o_proj = linear(q, h, bias=config.o_proj_bias)
         if config.qk_norm:
             self.q_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
             self.k_norm = RMSNorm(self.head_dim, config.rms_norm_eps)
         else:
             self.q_norm = self.k_norm = None
-        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None  # stacked q/k/v (fuse_projections)
 
     def forward(self, x, cos, sin, cache: StaticKVCache, slots, mask):
         b, n, _ = x.shape
-        if self.fused is None:
-            q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        else:
-            kv_width = self.n_kv * self.head_dim
-            q, k, v = self.linear(x, *self.fused).split([self.n_heads * self.head_dim, kv_width, kv_width], dim=-1)
+        q, k, v = self.qkv(x).split(list(self.stacks["qkv"].values()), dim=-1)
         q = q.view(b, n, self.n_heads, self.head_dim)
         k = k.view(b, n, self.n_kv, self.head_dim)
         v = v.view(b, n, self.n_kv, self.head_dim)
@@ -116,32 +105,65 @@ class Attention(nn.Module):
 
 
 class MLP(nn.Module):
-    linear = staticmethod(F.linear)
-
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, linear: type[nn.Linear] = nn.Linear):
         super().__init__()
         h, i, bias = config.hidden_size, config.intermediate_size, config.mlp_bias
-        self.gate_proj = nn.Linear(h, i, bias=bias)
-        self.up_proj = nn.Linear(h, i, bias=bias)
-        self.down_proj = nn.Linear(i, h, bias=bias)
-        # stacked gate/up and its bias (Transformer.fuse_projections)
-        self.fused: tuple[torch.Tensor, torch.Tensor | None] | None = None
+        self.stacks = {"gate_up": {"gate_proj": i, "up_proj": i}}
+        self.register_load_state_dict_pre_hook(_stack_state_dict)
+        self.gate_up = linear(h, 2 * i, bias=bias)
+        self.down_proj = linear(i, h, bias=bias)
 
     def forward(self, x):
-        if self.fused is None:
-            gate, up = self.gate_proj(x), self.up_proj(x)
-        else:
-            gate, up = self.linear(x, *self.fused).chunk(2, dim=-1)
+        gate, up = self.gate_up(x).chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
+def stacked_linears(root: nn.Module) -> dict[str, dict[str, int]]:
+    """Each stacked linear under ``root`` -> the checkpoint projections it holds in row order, with their rows.
+
+    Names are relative to ``root``: a decoder layer gives ``{"self_attn.qkv": {"self_attn.q_proj": 4096,
+    "self_attn.k_proj": 1024, "self_attn.v_proj": 1024}, "mlp.gate_up": {...}}`` for Llama-3-8B.
+    """
+    out = {}
+    for name, module in root.named_modules():
+        if isinstance(module, (Attention, MLP)):
+            pre = f"{name}." if name else ""
+            out.update({pre + linear: {pre + p: rows for p, rows in parts.items()}
+                        for linear, parts in module.stacks.items()})
+    return out
+
+
+def stack_parts(root: nn.Module, tensors: dict[str, torch.Tensor], prefix: str = "") -> dict[str, dict[str, int]]:
+    """Concatenate each stacked linear's parts in ``tensors`` (keys ``prefix`` + name; q/k/v, gate/up weights and
+    biases, 16/32-bit) under its own name, in row order. Quantized codes, and a bias the linear lacks, are left
+    for the caller to use or refuse; a part with the wrong row count raises ``ValueError``. Returns the stacks."""
+    stacks = stacked_linears(root)
+    for linear, parts in stacks.items():
+        for suffix in ("weight", "bias"):
+            keys = [f"{prefix}{p}.{suffix}" for p in parts]
+            if getattr(root.get_submodule(linear), suffix) is None or not all(
+                    k in tensors and tensors[k].is_floating_point() and tensors[k].element_size() > 1 for k in keys):
+                continue
+            for key, rows in zip(keys, parts.values()):
+                if tensors[key].shape[0] != rows:
+                    raise ValueError(f"checkpoint tensor {key} has shape {tuple(tensors[key].shape)}, expected "
+                                     f"{rows} rows")
+            tensors[f"{prefix}{linear}.{suffix}"] = torch.cat([tensors.pop(k) for k in keys])
+    return stacks
+
+
+def _stack_state_dict(module, state_dict, prefix, *args) -> None:
+    """``load_state_dict`` pre-hook: a state dict with separate q/k/v (gate/up) loads into the stacked linears."""
+    stack_parts(module, state_dict, prefix)
+
+
 class DecoderLayer(nn.Module):
-    def __init__(self, config: ModelConfig, layer_idx: int):
+    def __init__(self, config: ModelConfig, layer_idx: int, linear: type[nn.Linear] = nn.Linear):
         super().__init__()
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.self_attn = Attention(config, layer_idx)
+        self.self_attn = Attention(config, layer_idx, linear)
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.mlp = MLP(config)
+        self.mlp = MLP(config, linear)
 
     def forward(self, x, cos, sin, cache, slots, mask):
         x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, slots, mask)
@@ -151,21 +173,25 @@ class DecoderLayer(nn.Module):
 class Backbone(nn.Module):
     """Embeddings, decoder layers and the final norm (Hugging Face's ``model.`` prefix)."""
 
-    def __init__(self, config: ModelConfig):
+    def __init__(self, config: ModelConfig, linear: type[nn.Linear] = nn.Linear):
         super().__init__()
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
-        self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.num_hidden_layers))
+        self.layers = nn.ModuleList(DecoderLayer(config, i, linear) for i in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
 
 class Transformer(nn.Module):
-    """Decoder-only LM over a static KV cache. ``forward`` returns final-norm hidden states; ``logits`` maps them."""
+    """Decoder-only LM over a static KV cache. ``forward`` returns final-norm hidden states; ``logits`` maps them.
 
-    def __init__(self, config: ModelConfig):
+    ``linear`` is the class of every dense linear (``nn.Linear``, or ``gemv.GemvLinear`` for decode on a GPU):
+    the engine chooses the kernel when it builds the model.
+    """
+
+    def __init__(self, config: ModelConfig, linear: type[nn.Linear] = nn.Linear):
         super().__init__()
         self.config = config
-        self.model = Backbone(config)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.model = Backbone(config, linear)
+        self.lm_head = linear(config.hidden_size, config.vocab_size, bias=False)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
@@ -225,49 +251,3 @@ class Transformer(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden[..., : self.config.hidden_size]).float()
-
-    @torch.no_grad()
-    def fuse_projections(self) -> int:
-        """Stack q/k/v and gate/up into one weight each, where all are plain ``nn.Linear``; returns groups fused.
-
-        One GEMV over the stacked weight uses memory bandwidth better at decode than three small ones (a GQA
-        model's k/v projections are too small to saturate it). The separate parameters become views of the
-        stacked tensor, so memory and state-dict names do not change. Call it after quantization (quantized
-        linears are left alone) and after moving the model to its device.
-        """
-        fused = 0
-        for layer in self.model.layers:
-            attn, mlp = layer.self_attn, layer.mlp
-            for owner, parts in ((attn, (attn.q_proj, attn.k_proj, attn.v_proj)), (mlp, (mlp.gate_proj, mlp.up_proj))):
-                if owner.fused is not None or any(type(p) is not nn.Linear for p in parts):
-                    continue
-                weight = torch.cat([p.weight for p in parts])
-                bias = None if parts[0].bias is None else torch.cat([p.bias for p in parts])
-                rows = 0
-                for p in parts:
-                    n = p.out_features
-                    p.weight = nn.Parameter(weight[rows : rows + n], requires_grad=False)
-                    if bias is not None:
-                        p.bias = nn.Parameter(bias[rows : rows + n], requires_grad=False)
-                    rows += n
-                owner.fused = (weight, bias)
-                fused += 1
-        return fused
-
-    def use_gemv(self) -> int:
-        """Run every 16-bit linear's one-row calls (decode steps) through the Triton GEMV; returns modules switched.
-
-        Quantized linears keep their own kernels. Needs a CUDA GPU and triton (the ``gpu`` extra).
-        """
-        if not gemv.available():
-            raise RuntimeError("the GEMV kernel needs a CUDA GPU and triton: pip install -e '.[gpu]', "
-                               "or set engine.gemv=false")
-        switched = 0
-        for module in self.modules():
-            if isinstance(module, (Attention, MLP)) and module.linear is not gemv.linear:
-                module.linear = gemv.linear  # the stacked projections
-                switched += 1
-            elif type(module) is nn.Linear:
-                module.__class__ = GemvLinear  # same parameters, one-row calls by the GEMV
-                switched += 1
-        return switched

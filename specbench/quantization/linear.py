@@ -1,4 +1,6 @@
-"""``QuantLinear``: a canonical quantized weight packed for one kernel backend, in place of an ``nn.Linear``."""
+"""``QuantLinear``: a canonical quantized weight packed for one kernel backend, in place of an ``nn.Linear``;
+``stacked_quant_linear``: one such linear for a stacked q/k/v or gate/up (``QuantParts`` where the parts' layouts
+cannot share one packed weight)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import torch
 from torch import nn
 
 from specbench.quantization.backends import build_kernel, get_backend, resolve
-from specbench.quantization.qweight import QuantizedWeight
+from specbench.quantization.qweight import QuantizedWeight, stack
 
 
 class QuantLinear(nn.Module):
@@ -39,7 +41,36 @@ class QuantLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, {info['scheme']} on {info['backend']}"
 
 
-def swap_linear(root: nn.Module, name: str, new: QuantLinear) -> None:
+class QuantParts(nn.Module):
+    """Quantized projections that cannot be packed as one weight (e.g. GPTQ act-order parts with different
+    perms), run as one linear: each part's ``QuantLinear``, outputs concatenated in row order."""
+
+    def __init__(self, parts: dict[str, QuantLinear]):
+        super().__init__()
+        self.parts = nn.ModuleDict(parts)
+        first = next(iter(parts.values()))
+        self.in_features, self.out_features = first.in_features, sum(p.out_features for p in parts.values())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([part(x) for part in self.parts.values()], dim=-1)
+
+
+def stacked_quant_linear(parts: dict[str, QuantizedWeight], bias: torch.Tensor | None, backend: str,
+                         dtype: torch.dtype) -> QuantLinear | QuantParts:
+    """One linear over ``parts`` (name -> weight, in row order) and the stacked ``bias``: a ``QuantLinear`` of
+    their weights concatenated along N where their layouts agree, else ``QuantParts``."""
+    joined = stack(list(parts.values()))
+    if joined is not None:
+        linear = QuantLinear(joined, bias, backend, dtype)
+        if len(parts) > 1:
+            linear.info["stacked"] = "+".join(parts)
+        return linear
+    rows = [qw.shape[0] for qw in parts.values()]
+    biases = [None] * len(parts) if bias is None else bias.split(rows)
+    return QuantParts({name: QuantLinear(qw, b, backend, dtype) for (name, qw), b in zip(parts.items(), biases)})
+
+
+def swap_linear(root: nn.Module, name: str, new: nn.Module) -> None:
     """Put ``new`` at ``root.<name>``; for ``name == ""`` (the group is the linear itself, e.g. the LM head)
     the linear keeps its place, forwards through ``new`` and drops its own weight reference."""
     if name:

@@ -7,13 +7,17 @@ from torch import nn
 
 from specbench.quantization.backends import get_backend
 from specbench.quantization.checkpoint import CheckpointFormat, detect
-from specbench.quantization.linear import QuantLinear, swap_linear
+from specbench.model.transformer import stacked_linears
+from specbench.quantization.linear import QuantLinear, stacked_quant_linear, swap_linear
 from specbench.quantization.qweight import QuantizedWeight, quantize_rtn
 from specbench.quantization.schemes import DENSE, QuantConfigError, Scheme, get_scheme
 
 
 class Quantizer:
     """Swaps each linear of a module group for a ``QuantLinear``: read from the checkpoint, or RTN-quantized.
+
+    A stacked linear (q/k/v, gate/up) is read from its parts' checkpoint tensors and stays one linear
+    (``stacked_quant_linear``).
 
     ``rotated`` records that the weights carry a folded rotation (SpecMQuant Rot / QQQ checkpoints); nothing
     in a checkpoint marks it, so it comes from the run's config and is only reported.
@@ -36,32 +40,46 @@ class Quantizer:
         return {"scheme": self.scheme.name, "backend": self.backend, "source": "rtn", "group_size": group,
                 "sym": self.sym, "quantize_lm_head": self.quantize_lm_head, "rotated": self.rotated}
 
-    def _weight_for(self, full: str, key: str, linear: nn.Linear, extra: dict) -> tuple[QuantizedWeight | None, bool]:
-        """(quantized weight or None, whether it came from the checkpoint)."""
-        if self.reader is not None:
-            qw = self.reader.read(full, key, extra)
-            if qw is not None:
-                return qw.to(linear.weight.device), True
-        if self.scheme is not None and (full != "lm_head" or self.quantize_lm_head):
-            return quantize_rtn(linear.weight.data, self.scheme, self.group_size, self.sym), False
-        return None, False
+    def _read(self, prefix: str, parts: dict[str, int], linear: nn.Linear,
+              extra: dict) -> dict[str, QuantizedWeight] | None:
+        """The checkpoint's quantized weight of each part of ``linear`` (its q/k/v, or itself), on its device;
+        None where the checkpoint holds them dense."""
+        if self.reader is None:
+            return None
+        read = {p: self.reader.read((prefix + p).rstrip("."), f"{p}." if p else "", extra) for p in parts}
+        dense = [p for p, qw in read.items() if qw is None]
+        if len(dense) == len(parts):
+            return None
+        if dense:
+            quantized = [prefix + p for p in read if p not in dense]
+            raise QuantConfigError(f"{[prefix + p for p in dense]} are dense in the checkpoint but {quantized} of the "
+                                   "same stacked linear are quantized; one linear cannot mix them")
+        for p, qw in read.items():
+            if qw.shape != (parts[p], linear.in_features):
+                raise QuantConfigError(f"checkpoint weight {prefix}{p} is {list(qw.shape)}; the model config "
+                                       f"gives {[parts[p], linear.in_features]}")
+        return {p.rpartition(".")[2] or "weight": qw.to(linear.weight.device) for p, qw in read.items()}
 
     def __call__(self, group: nn.Module, prefix: str, extra: dict[str, torch.Tensor], missing: set[str]) -> set[str]:
         provided = set()
+        stacks = stacked_linears(group)
         linears = [(n, m) for n, m in group.named_modules() if isinstance(m, nn.Linear)]
         for name, linear in linears:
-            key = f"{name}." if name else ""
             full = (prefix + name).rstrip(".")
-            qw, from_checkpoint = self._weight_for(full, key, linear, extra)
-            if qw is None:
+            parts = stacks.get(name, {name: linear.out_features})
+            weights = self._read(prefix, parts, linear, extra)
+            if weights is not None:
+                provided |= {f"{p}.weight" if p else "weight" for p in parts}
+            elif self.scheme is not None and (full != "lm_head" or self.quantize_lm_head):
+                # row-wise scales: quantizing the stacked weight equals quantizing each part
+                weights = {"weight": quantize_rtn(linear.weight.data, self.scheme, self.group_size, self.sym)}
+            else:
                 continue
-            if from_checkpoint:
-                provided.add(key + "weight")
             dtype = linear.weight.dtype
             if full == "lm_head" and not self.quantize_lm_head:  # a checkpoint's quantized head, kept 16-bit
-                linear.weight.data.copy_(qw.dequantize().to(dtype))
+                linear.weight.data.copy_(next(iter(weights.values())).dequantize().to(dtype))
                 continue
-            swap_linear(group, name, QuantLinear(qw, linear.bias, self.backend, dtype))
+            swap_linear(group, name, stacked_quant_linear(weights, linear.bias, self.backend, dtype))
         return provided & missing
 
 

@@ -55,6 +55,29 @@ class QuantizedWeight:
                        channel_scale=move(self.channel_scale), perm=move(self.perm))
 
 
+def stack(parts: list[QuantizedWeight]) -> QuantizedWeight | None:
+    """The parts as one weight, their rows concatenated along N (q/k/v into one kernel), or None where their
+    layouts differ: scheme, K, group size, zero points or channel scales in some only, or act-order perms that
+    are not the same."""
+    first = parts[0]
+
+    def same_perm(qw: QuantizedWeight) -> bool:
+        if qw.perm is None or first.perm is None:
+            return qw.perm is None and first.perm is None
+        return torch.equal(qw.perm, first.perm)
+
+    def agrees(qw: QuantizedWeight) -> bool:
+        return (qw.scheme == first.scheme and qw.shape[1] == first.shape[1] and qw.group_size == first.group_size
+                and (qw.zeros is None) == (first.zeros is None)
+                and (qw.channel_scale is None) == (first.channel_scale is None) and same_perm(qw))
+
+    if not all(agrees(qw) for qw in parts):
+        return None
+    cat = lambda field: None if getattr(first, field) is None else torch.cat([getattr(q, field) for q in parts])  # noqa: E731
+    return QuantizedWeight(first.scheme, cat("codes"), cat("scales"), first.group_size, cat("zeros"),
+                           cat("channel_scale"), first.perm)
+
+
 def _grouped(w: torch.Tensor, group_size: int) -> torch.Tensor:
     n, k = w.shape
     if k % group_size:

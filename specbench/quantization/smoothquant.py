@@ -14,16 +14,18 @@ from torch import nn
 
 
 @torch.no_grad()
-def smooth(prev: nn.Module, linears: list[nn.Linear], act_absmax: torch.Tensor, alpha: float = 0.5) -> torch.Tensor:
-    """Fold smoothing into ``prev`` (an RMSNorm or a linear producing the input) and ``linears``; return s."""
+def smooth(prev: nn.Module, linears: list[nn.Linear], act_absmax: torch.Tensor, alpha: float = 0.5,
+           rows: slice = slice(None)) -> torch.Tensor:
+    """Fold smoothing into ``prev`` (an RMSNorm, or the output ``rows`` of a linear, producing the input) and
+    ``linears``; return s."""
     w_absmax = torch.stack([lin.weight.abs().amax(0).float() for lin in linears]).amax(0)
     s = (act_absmax.float().clamp_min(1e-5).pow(alpha) / w_absmax.clamp_min(1e-5).pow(1 - alpha)).clamp_min(1e-5)
     for lin in linears:
         lin.weight.mul_(s.to(lin.weight.dtype))
     if isinstance(prev, nn.Linear):
-        prev.weight.div_(s.to(prev.weight.dtype)[:, None])
+        prev.weight[rows].div_(s.to(prev.weight.dtype)[:, None])
         if prev.bias is not None:
-            prev.bias.div_(s.to(prev.bias.dtype))
+            prev.bias[rows].div_(s.to(prev.bias.dtype))
     else:
         prev.weight.div_(s.to(prev.weight.dtype))
     return s
@@ -53,6 +55,7 @@ def smooth_model(model: nn.Module, act_absmax: dict[str, torch.Tensor], alpha: f
     for i, layer in enumerate(model.model.layers):
         p = f"model.layers.{i}."
         attn, mlp = layer.self_attn, layer.mlp
-        smooth(layer.input_layernorm, [attn.q_proj, attn.k_proj, attn.v_proj], act_absmax[p + "self_attn.q_proj"], alpha)
-        smooth(layer.post_attention_layernorm, [mlp.gate_proj, mlp.up_proj], act_absmax[p + "mlp.gate_proj"], alpha)
-        smooth(mlp.up_proj, [mlp.down_proj], act_absmax[p + "mlp.down_proj"], alpha)
+        smooth(layer.input_layernorm, [attn.qkv], act_absmax[p + "self_attn.qkv"], alpha)
+        smooth(layer.post_attention_layernorm, [mlp.gate_up], act_absmax[p + "mlp.gate_up"], alpha)
+        up = slice(mlp.down_proj.in_features, None)  # the up rows of the stacked gate/up
+        smooth(mlp.gate_up, [mlp.down_proj], act_absmax[p + "mlp.down_proj"], alpha, rows=up)

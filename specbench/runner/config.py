@@ -10,7 +10,7 @@ from typing import Any, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from specbench.config import EngineConf, ModelConf, QuantConf, require
+from specbench.config import EngineConf, ModelConf, QuantConf, check_engine, require
 
 
 @dataclass
@@ -78,6 +78,8 @@ def register_schemas() -> None:
         cs.store(group=group, name=f"{group}_schema", node=node)
     for name, entry in DRAFTERS.items():
         cs.store(group="drafter", name=f"{name}_schema", node=entry.conf)
+        # ``compare=[ngram,eagle]`` puts each chosen drafter's settings at compare.<name>, visible to --cfg job
+        cs.store(group="compare", name=name, node={name: entry.conf})
 
 
 def register_resolvers() -> None:
@@ -128,7 +130,9 @@ def config_hash(cfg: DictConfig) -> str:
 
 
 def check_settings(cfg: DictConfig) -> None:
-    """Refuse out-of-range dataset, timing and runtime settings before anything is loaded (``ConfigValueError``)."""
+    """Refuse out-of-range dataset, engine, timing and runtime settings before anything is loaded
+    (``ConfigValueError``)."""
+    check_engine(cfg.engine)
     d, t, r = cfg.dataset, cfg.timing, cfg.runtime
     for key in ("max_new_tokens", "max_turns"):
         require(d[key] is None or d[key] >= 1, f"dataset.{key}", d[key], "an integer >= 1, or null for the default")

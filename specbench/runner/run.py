@@ -46,18 +46,15 @@ SAID_ELSEWHERE = ("drafter.name", "rotated")
 def method_configs(cfg: DictConfig) -> list[DictConfig]:
     """The run config of each method this job measures: baseline first, then ``drafter``, then ``compare``.
 
-    The baseline and the ``compare`` drafters run with their schema's defaults (``specbench/drafters/<name>.py``).
+    The baseline runs with its schema's defaults; each ``compare`` drafter with its node ``compare.<name>`` (the
+    schema's defaults in ``specbench/drafters/<name>.py`` unless overridden, e.g. ``compare.eagle.topk=8``).
     A replayed AR baseline replays tau = 1 whatever the job's drafter replays, so the jobs of one target share it.
     """
     drafters = []
     if cfg.get("baseline", False) and cfg.drafter.name != "none":
         drafters.append(OmegaConf.structured(DRAFTERS["none"].conf))
     drafters.append(cfg.drafter)
-    for name in cfg.get("compare") or []:
-        if name not in DRAFTERS:
-            raise ConfigValueError(f"compare=[..., {name}, ...]: {name!r} is not a drafter; use names of "
-                                   f"{sorted(DRAFTERS)}")
-        drafters.append(OmegaConf.structured(DRAFTERS[name].conf))
+    drafters += list((cfg.get("compare") or {}).values())
     out = []
     for drafter in drafters:
         one = OmegaConf.masked_copy(cfg, [k for k in cfg if k not in ("drafter", "compare", "baseline")])
@@ -118,7 +115,12 @@ def check_config(cfg: DictConfig) -> list[DictConfig]:
     """Every method's config, after refusing any out-of-range setting (before a model or GPU is touched)."""
     check_settings(cfg)
     torch_dtype(cfg.runtime.dtype)
-    drafter_conf(cfg.drafter)  # the baseline and compare drafters run with their schema's checked defaults
+    drafter_conf(cfg.drafter)  # the baseline runs with its schema's checked defaults
+    for name, node in (cfg.get("compare") or {}).items():
+        if node.name != name:
+            raise ConfigValueError(f"compare.{name}.name={node.name!r} is not allowed: a compared drafter keeps its "
+                                   f"own name; add it to compare=[...] instead")
+        drafter_conf(node, prefix=f"compare.{name}")
     return method_configs(cfg)
 
 

@@ -68,15 +68,15 @@ def model_identity(model: torch.nn.Module, device: torch.device | str) -> dict:
     dtype = str(weight.dtype).removeprefix("torch.")
     dense = summary["quant_scheme"] == "none"
     layers = getattr(getattr(model, "model", None), "layers", [])
-    fused = any(getattr(layer.self_attn, "fused", None) is not None for layer in layers)
+    stacked = bool(layers)  # a decoder's q/k/v and gate/up are one linear each
     linear = "Triton GEMV at 1 row, F.linear above" if any(
-        getattr(layer.self_attn, "linear", None) is gemv.linear for layer in layers) else "F.linear"
+        isinstance(layer.self_attn.qkv, gemv.GemvLinear) for layer in layers) else "F.linear"
     short = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(dtype, dtype)
     return {
         "model": getattr(model, "source", None) or type(model).__name__,
         "quant": short if dense else summary["quant_scheme"],
         "backend": "dense" if dense else summary["quant_backend"],
-        "kernel": (linear + (" (stacked qkv, gate/up)" if fused else "")) if dense else summary["quant_kernel"],
+        "kernel": (linear + (" (stacked qkv, gate/up)" if stacked else "")) if dense else summary["quant_kernel"],
         "dtype": dtype,
         "layers": int(getattr(model.config, "num_hidden_layers", 0)),
         "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
@@ -108,8 +108,8 @@ class ProbeSettings:
     max_seq_len: int | None = None
 
     def engine(self, max_seq_len: int) -> Engine:
-        """How probed modules run: graphs and compile as set here; the model's projections are left as they are."""
-        execution = EngineConf(cuda_graphs=self.cuda_graphs, compile=self.compile, fuse_projections=False, gemv=False)
+        """How probed modules run: graphs and compile as set here; the model's linears are as it was built."""
+        execution = EngineConf(cuda_graphs=self.cuda_graphs, compile=self.compile, gemv=False)
         return Engine(execution, max_seq_len=max_seq_len, buckets=self.buckets)
 
     def largest_forward(self) -> int:
