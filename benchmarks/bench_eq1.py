@@ -33,6 +33,7 @@ import time
 import pandas as pd
 import torch
 
+from specbench.analysis.eq1 import verify_ratios
 from specbench.config import EngineConf, ModelConf, QuantConf
 from specbench.decoding.forward import DEFAULT_BUCKETS
 from specbench.decoding.generate import generate
@@ -43,7 +44,7 @@ from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.schemes import QuantConfigError, get_scheme
 from benchmarks.bench_quant_linear import _source_code, agreement
 from benchmarks.common import free, smoke_parser, tensor_bytes
-from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
+from specbench.timing.probes import HeadProber, Prober, ProbeSettings, write_probes
 
 SCHEMES = ("bf16", "fp16", "w8a8_int8", "w8a8_fp8", "w4a16", "w4a8")
 DENSE = ("bf16", "fp16")

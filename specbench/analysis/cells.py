@@ -10,8 +10,9 @@ Conventions (see docs/analysis.md):
   model), or a dict of overrides naming another run (``{drafter: eagle, drafter.depth: 3}``); baselines are
   paired with the method on the questions both measured;
 * tau = 1 + accepted / steps (bonus counted, AR = 1); alpha = accepted / drafted;
-* Eq. (1) terms come from probes when they exist, else "effective" values from the step timings:
-  T_t = AR verify ms per step, T_v = the method's verify ms per step, T_d = draft ms per draft pass.
+* Eq. (1) (``analysis/eq1.py``) takes its terms from matching probes when they exist, else "effective" values
+  from the step timings: T_t = AR verify ms per step, T_v = the method's verify ms per step, T_d = draft ms per
+  draft pass; ``tok_s_eq1`` is its predicted speed, 1000 * tau / (d * T_d + T_v) (T_t not needed).
 """
 
 from __future__ import annotations
@@ -100,10 +101,12 @@ METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     # Eq. (1), effective terms from the step timings
     "tv_over_tt": (("method", "same"), lambda s, o: s["method"].per_step("verify_ms") / _t_t(s)),
     "td_over_tt": (("method", "same"), lambda s, o: s["method"].per_pass("draft_ms") / _t_t(s)),
-    "predicted_speedup": (("method", "same"), lambda s, o: s["method"].tau() * _t_t(s)
-                          / (s["method"].per_step("draft_ms") + s["method"].per_step("verify_ms"))),
+    "predicted_speedup": (("method", "same"), lambda s, o: eq1.eq1_speedup(
+        s["method"].tau(), 1.0, s["method"].per_step("draft_ms"), _t_t(s), s["method"].per_step("verify_ms"))),
+    "tok_s_eq1": (("method",), lambda s, o: eq1.tokens_per_s(
+        s["method"].tau(), s["method"].per_step("draft_ms"), s["method"].per_step("verify_ms"))),
 }
-EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup")
+EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup", "tok_s_eq1")
 DEPTH_METRICS = ("td_over_tt", "draft_len", "draft_ms_per_len")
 
 
@@ -193,16 +196,17 @@ def _probe_estimate(metric, rows, runs, pool, n_boot, seed, level) -> Estimate |
     if len(runs) != 1:
         return "probe terms need a single run"
     run = runs.iloc[0]
-    context = float((rows["prompt_tokens"] + rows["new_tokens"] / 2).mean())
-    found = eq1.terms(run, pool.probes, context)
+    ratio = metric in ("tv_over_tt", "td_over_tt")
+    tau = None if ratio else evaluate("tau", rows, pool, n_boot=n_boot, seed=seed, level=level)
+    found = eq1.from_probes(run, pool.probes, eq1.decode_context(rows), math.nan if ratio else tau.value)
     if isinstance(found, str):
         return found
     if metric == "tv_over_tt":
-        return Estimate(found.tv, *found.tv_range, ci="probe p10-p90", note=f"T_v(n={found.n})/T_t from probes")
+        return Estimate(found.verify_ratio, *found.tv_range, ci="probe p10-p90",
+                        note=f"T_v(n={found.n})/T_t from probes")
     if metric == "td_over_tt":
-        return Estimate(found.td, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
-    tau = evaluate("tau", rows, pool, n_boot=n_boot, seed=seed, level=level)
-    scale = 1 / (found.d * found.td + found.tv)
+        return Estimate(found.t_d_ms / found.t_t_ms, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
+    scale = (found.speedup if metric == "predicted_speedup" else found.tokens_per_s) / found.tau
     return Estimate(tau.value * scale, tau.lo * scale, tau.hi * scale, tau.n,
                     note=f"Eq. (1) with probes (d={found.d}, n={found.n}); CI resamples tau only")
 
@@ -225,6 +229,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "tv_over_tt": ("tv_over_tt", {}),
     "td_over_tt": ("td_over_tt", {}),
     "predicted_speedup": ("predicted_speedup", {}),
+    "tok_s_eq1": ("tok_s_eq1", {}),
     "drafter_prefill_ms": ("drafter_prefill_ms", {}),
     "draft_ms_per_step": ("draft_ms_per_step", {}),
 }

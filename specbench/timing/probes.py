@@ -1,4 +1,4 @@
-"""Isolated timings of the terms of Eq. (1) of arXiv 2505.22179 (the equation itself: ``analysis/eq1.py``).
+"""Isolated timings of the terms of Eq. (1) of arXiv 2505.22179 (the equation and its terms: ``analysis/eq1.py``).
 
 Eq. (1) (credited to MagicDec): ``T_sd / T_t = (d * T_d / T_t + T_v(n) / T_t) / tau``, so the predicted speedup
 is ``tau / (d * T_d / T_t + T_v(n) / T_t)``.
@@ -29,8 +29,8 @@ an attention kernel that reads only the filled length (SpecMQuant's); ``ProbeSet
 cache size instead, to reproduce a run's costs.
 
 The calls are timed by ``timer.time_calls``; the drafts verified are ``trees.eagle_like_tree`` / ``chain_draft``.
-``specbench.analysis.eq1`` recovers the same terms from a run's ``steps.parquet`` and sets Eq. (1)'s prediction
-next to the measured speedup.
+``specbench.analysis.eq1`` matches these rows to a run (its documented rule), recovers the same terms from a run's
+``steps.parquet`` and computes Eq. (1) from either.
 """
 
 from __future__ import annotations
@@ -330,29 +330,7 @@ def write_probes(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def verify_ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """T_v(n)/T_t per (model, quant, backend, context, mask, n) from probe rows (medians)."""
-    keys = [k for k in ("model", "quant", "backend", "kernel", "context") if k in frame]
-    t_t = frame[frame.probe == "T_t"].set_index(keys)["median_ms"].rename("T_t_ms")
-    t_v = frame[frame.probe == "T_v"].join(t_t, on=keys)
-    t_v = t_v.assign(ratio=t_v.median_ms / t_v.T_t_ms)
-    return t_v[keys + ["mask", "n", "bucket", "median_ms", "T_t_ms", "ratio"]].reset_index(drop=True)
-
-
 def _free(model) -> None:
     if next(model.parameters()).device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-
-
-def summarize_probes(frame: pd.DataFrame) -> str:
-    """A Markdown table of probe medians (ms) with T_v(n)/T_t."""
-    lines = ["| model | quant | backend | probe | component | mask | context | n | bucket | median ms | p10 | p90 | "
-             "x T_t |", "|" + "---|" * 13]
-    t_t = {(r.model, r.quant, r.backend, r.context): r.median_ms for r in frame[frame.probe == "T_t"].itertuples()}
-    for r in frame.itertuples():
-        base = t_t.get((r.model, r.quant, r.backend, r.context))
-        ratio = f"{r.median_ms / base:.2f}" if base and r.probe in ("T_v", "T_t") else ""
-        lines.append(f"| {r.model} | {r.quant} | {r.backend} | {r.probe} | {r.component} | {r.mask} | {r.context} | "
-                     f"{r.n} | {r.bucket} | {r.median_ms:.3f} | {r.p10_ms:.3f} | {r.p90_ms:.3f} | {ratio} |")
-    return "\n".join(lines) + "\n"
