@@ -192,6 +192,8 @@ def test_from_probes_matching_rule():
     skip = {**RUN, "drafter": "layer_skip", "drafter.keep_fraction": 0.5, "drafter.selection": "uniform",
             "drafter.num_tokens": 59}
     assert from_probes(skip, probes.assign(mask="sequence"), 512, 2.0) == "no probe for T_d"
+    # an EAGLE-3 head is not the EAGLE-1/2 head the probes time
+    assert from_probes({**RUN, "drafter": "eagle3"}, probes, 512, 4.5) == "no probe for T_d"
 
 
 def _steps(accepts, drafted, draft_ms, verify_ms, accept_ms):

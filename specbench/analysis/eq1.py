@@ -16,9 +16,10 @@ Terms from probes (``from_probes``; rows of ``probes.parquet``, ``specbench.timi
   interpolation (``n = 1``: T_v = T_t);
 * the context: the probed context nearest the run's mean decoding context (``decode_context``: prompt plus half
   the answer, mean over the run's rows), the same for every term;
-* T_d: ``d`` from ``step_shape``; EAGLE / EAGLE-3: the ``eagle_head`` probe over ``topk`` rows (one named after
-  the run's target when there is one); draft model: a ``draft_model`` probe, else the ``T_t`` probe of the
-  drafter's own model; n-gram (d = 0): no draft term; layer skip: none (no probe times the target's kept layers).
+* T_d: ``d`` from ``step_shape``; EAGLE: the ``eagle_head`` probe over ``topk`` rows (one named after the run's
+  target when there is one); draft model: a ``draft_model`` probe, else the ``T_t`` probe of the drafter's own
+  model; n-gram (d = 0): no draft term; EAGLE-3 and layer skip: none (the head probes time EAGLE-1/2 heads, and
+  no probe times the target's kept layers), so their Eq. (1) comes from step logs.
 
 Terms from a step log (``from_steps``, rows of ``steps.parquet``): tau = mean ``accept_length``, ``d * T_d`` = mean
 ``draft_ms`` (all drafting of a step, an n-gram lookup included), T_v = mean ``verify_ms`` at the run's draft
@@ -40,7 +41,6 @@ import pandas as pd
 RENAME = {"model": "model.source", "quant": "quant.scheme", "backend": "quant.backend", "gpu": "env.gpu"}
 DENSE = {"none": None, "fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "float16": "fp16", "bfloat16": "bf16",
          "float32": "fp32"}
-HEAD_DRAFTERS = ("eagle", "eagle3")  # drafters whose draft pass is an EAGLE head's
 
 
 def eq1_speedup(tau, d, t_d, t_t, t_v):
@@ -167,7 +167,7 @@ def _pick(rows: pd.DataFrame, context: float) -> pd.Series | None:
 def _draft_rows(run: Mapping, probes: pd.DataFrame, width: int) -> pd.DataFrame:
     """T_d candidates: the EAGLE head's pass over ``width`` rows, or the draft model's one-token step."""
     component = probes["component"] if "component" in probes else pd.Series("", index=probes.index)
-    if run.get("drafter") in HEAD_DRAFTERS:
+    if run.get("drafter") == "eagle":  # HeadProber times EAGLE-1/2 heads
         heads = probes[(probes.probe == "T_d") & (component == "eagle_head") & (probes.n == width)]
         mine = heads[heads["model.source"].astype(str).str.contains(str(run.get("model.source")), regex=False)]
         return mine if len(mine) else heads
