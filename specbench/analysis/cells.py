@@ -78,8 +78,13 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b, out=np.full_like(a, np.nan), where=b != 0)
 
 
-def _t_t(s: dict) -> np.ndarray:
-    return s["same"].per_step("verify_ms")
+def _step_terms(s: dict) -> eq1.Terms:
+    """Eq. (1)'s effective terms over the bootstrap replicates (arrays): the method's step timings, and T_t from
+    the same-precision AR run where the metric has that side."""
+    m = s["method"]
+    t_t = s["same"].per_step("verify_ms") if "same" in s else np.nan
+    return eq1.Terms(m.tau(), t_t, m.per_step("verify_ms"), m.per_step("draft_ms"), m.per_step("draft_depth_sum"),
+                     np.nan, "steps")
 
 
 # metric -> (sides it needs, statistic); sides: "method", "baseline" (the cell's), "same" (same-precision AR)
@@ -99,12 +104,10 @@ METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "accuracy_change": (("method", "baseline"),
                         lambda s, o: 100 * (s["method"].accuracy() / s["baseline"].accuracy() - 1)),
     # Eq. (1), effective terms from the step timings
-    "tv_over_tt": (("method", "same"), lambda s, o: s["method"].per_step("verify_ms") / _t_t(s)),
-    "td_over_tt": (("method", "same"), lambda s, o: s["method"].per_pass("draft_ms") / _t_t(s)),
-    "predicted_speedup": (("method", "same"), lambda s, o: eq1.eq1_speedup(
-        s["method"].tau(), 1.0, s["method"].per_step("draft_ms"), _t_t(s), s["method"].per_step("verify_ms"))),
-    "tok_s_eq1": (("method",), lambda s, o: eq1.tokens_per_s(
-        s["method"].tau(), s["method"].per_step("draft_ms"), s["method"].per_step("verify_ms"))),
+    "tv_over_tt": (("method", "same"), lambda s, o: _step_terms(s).verify_ratio),
+    "td_over_tt": (("method", "same"), lambda s, o: _step_terms(s).td_ratio),
+    "predicted_speedup": (("method", "same"), lambda s, o: _step_terms(s).speedup),
+    "tok_s_eq1": (("method",), lambda s, o: _step_terms(s).tokens_per_s),
 }
 EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup", "tok_s_eq1")
 DEPTH_METRICS = ("td_over_tt", "draft_len", "draft_ms_per_len")
@@ -205,7 +208,7 @@ def _probe_estimate(metric, rows, runs, pool, n_boot, seed, level) -> Estimate |
         return Estimate(found.verify_ratio, *found.tv_range, ci="probe p10-p90",
                         note=f"T_v(n={found.n})/T_t from probes")
     if metric == "td_over_tt":
-        return Estimate(found.t_d_ms / found.t_t_ms, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
+        return Estimate(found.td_ratio, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
     scale = (found.speedup if metric == "predicted_speedup" else found.tokens_per_s) / found.tau
     return Estimate(tau.value * scale, tau.lo * scale, tau.hi * scale, tau.n,
                     note=f"Eq. (1) with probes (d={found.d}, n={found.n}); CI resamples tau only")

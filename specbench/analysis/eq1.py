@@ -65,7 +65,8 @@ def _per(num, den):
 
 @dataclass(frozen=True)
 class Terms:
-    """Eq. (1)'s terms of one run; ``draft_ms`` is ``d * T_d`` (a step's drafting), ``source`` probes or steps.
+    """Eq. (1)'s terms of one run (floats, or arrays of bootstrap replicates); ``draft_ms`` is ``d * T_d`` (a
+    step's drafting), ``source`` probes or steps; a ratio is nan where its denominator is not positive.
 
     ``tv_range`` / ``td_range``: p10-p90 range of T_v/T_t and T_d/T_t (probes; nan from steps).
     """
@@ -82,16 +83,21 @@ class Terms:
 
     @property
     def t_d_ms(self) -> float:
-        return self.draft_ms / self.d if self.d else math.nan
+        return _per(self.draft_ms, self.d)
 
     @property
     def verify_ratio(self) -> float:
-        return self.t_v_ms / self.t_t_ms
+        return _per(self.t_v_ms, self.t_t_ms)
+
+    @property
+    def td_ratio(self) -> float:
+        """``T_d / T_t``: one draft pass."""
+        return _per(self.t_d_ms, self.t_t_ms)
 
     @property
     def draft_ratio(self) -> float:
-        """``d * T_d / T_t``."""
-        return self.draft_ms / self.t_t_ms
+        """``d * T_d / T_t``: a step's drafting."""
+        return _per(self.draft_ms, self.t_t_ms)
 
     @property
     def speedup(self) -> float:
