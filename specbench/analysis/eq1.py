@@ -207,8 +207,8 @@ def from_probes(run: Mapping, probes: pd.DataFrame | None, context: float, tau: 
     if missing:
         return f"no probe for {', '.join(missing)}"
 
-    def ratio_range(p):
-        return (0.0, 0.0) if p is None else (p.p10_ms / t_t.p90_ms, p.p90_ms / t_t.p10_ms)
+    def ratio_range(p):  # None: no draft term (d = 0), whose T_d/T_t is nan
+        return (math.nan, math.nan) if p is None else (p.p10_ms / t_t.p90_ms, p.p90_ms / t_t.p10_ms)
 
     return Terms(tau, float(t_t.median_ms), float(t_v.median_ms), d * float(t_d.median_ms) if d else 0.0, d, n,
                  "probes", ratio_range(t_v), ratio_range(t_d))
