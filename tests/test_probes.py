@@ -232,7 +232,7 @@ def test_from_steps_and_verify_by_nodes():
     terms = from_steps(steps, t_t_ms=4.0)
     assert terms.tau == 1.75 and terms.n == pytest.approx(19 / 4 + 1) and terms.source == "steps"
     assert terms.draft_ms == 1.0 and terms.t_v_ms == 6.75 and terms.d == 0.75  # depths 0, 1, 1, 1
-    assert terms.t_d_ms == pytest.approx(4 / 3) and terms.verify_ratio == pytest.approx(6.75 / 4)
+    assert terms.t_d_ms == pytest.approx(4 / 3) and terms.over_t_t(terms.t_v_ms) == pytest.approx(6.75 / 4)
     assert terms.tokens_per_s == pytest.approx(1750 / 7.75)
     by_n = verify_by_nodes(steps).set_index("n")
     assert list(by_n.index) == [1, 6, 10] and by_n.loc[6, "median_ms"] == 7.0 and by_n.loc[6, "steps"] == 2

@@ -87,6 +87,11 @@ def _step_terms(s: dict) -> eq1.Terms:
                      np.nan, "steps")
 
 
+def _over_t_t(terms: eq1.Terms, term: str):
+    """An Eq. (1) term (``t_v_ms``, ``t_d_ms``) in units of T_t."""
+    return terms.over_t_t(getattr(terms, term))
+
+
 # metric -> (sides it needs, statistic); sides: "method", "baseline" (the cell's), "same" (same-precision AR)
 METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "tok_s": (("method",), lambda s, o: s["method"].speed(o["prefill"], o["average"])),
@@ -104,8 +109,8 @@ METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "accuracy_change": (("method", "baseline"),
                         lambda s, o: 100 * (s["method"].accuracy() / s["baseline"].accuracy() - 1)),
     # Eq. (1), effective terms from the step timings
-    "tv_over_tt": (("method", "same"), lambda s, o: _step_terms(s).verify_ratio),
-    "td_over_tt": (("method", "same"), lambda s, o: _step_terms(s).td_ratio),
+    "tv_over_tt": (("method", "same"), lambda s, o: _over_t_t(_step_terms(s), "t_v_ms")),
+    "td_over_tt": (("method", "same"), lambda s, o: _over_t_t(_step_terms(s), "t_d_ms")),
     "predicted_speedup": (("method", "same"), lambda s, o: _step_terms(s).speedup),
     "tok_s_eq1": (("method",), lambda s, o: _step_terms(s).tokens_per_s),
 }
@@ -205,10 +210,10 @@ def _probe_estimate(metric, rows, runs, pool, n_boot, seed, level) -> Estimate |
     if isinstance(found, str):
         return found
     if metric == "tv_over_tt":
-        return Estimate(found.verify_ratio, *found.tv_range, ci="probe p10-p90",
+        return Estimate(_over_t_t(found, "t_v_ms"), *found.tv_range, ci="probe p10-p90",
                         note=f"T_v(n={found.n})/T_t from probes")
     if metric == "td_over_tt":
-        return Estimate(found.td_ratio, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
+        return Estimate(_over_t_t(found, "t_d_ms"), *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
     scale = (found.speedup if metric == "predicted_speedup" else found.tokens_per_s) / found.tau
     return Estimate(tau.value * scale, tau.lo * scale, tau.hi * scale, tau.n,
                     note=f"Eq. (1) with probes (d={found.d}, n={found.n}); CI resamples tau only")

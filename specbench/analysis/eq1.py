@@ -85,19 +85,9 @@ class Terms:
     def t_d_ms(self) -> float:
         return _per(self.draft_ms, self.d)
 
-    @property
-    def verify_ratio(self) -> float:
-        return _per(self.t_v_ms, self.t_t_ms)
-
-    @property
-    def td_ratio(self) -> float:
-        """``T_d / T_t``: one draft pass."""
-        return _per(self.t_d_ms, self.t_t_ms)
-
-    @property
-    def draft_ratio(self) -> float:
-        """``d * T_d / T_t``: a step's drafting."""
-        return _per(self.draft_ms, self.t_t_ms)
+    def over_t_t(self, ms):
+        """``ms`` in units of T_t: ``over_t_t(t_v_ms)`` is T_v(n)/T_t, ``over_t_t(draft_ms)`` d * T_d / T_t."""
+        return _per(ms, self.t_t_ms)
 
     @property
     def speedup(self) -> float:
@@ -293,7 +283,8 @@ def eq1_report(sd_run, ar_run, *, probes: pd.DataFrame | None = None, context: f
     sd = replace(from_steps(sd_steps), t_t_ms=ar.t_v_ms)
     out = {
         "tau": sd.tau, "nodes": sd.n - 1, "depth": sd.d, "T_t_ms": sd.t_t_ms, "draft_ms": sd.draft_ms,
-        "T_d_ms": sd.t_d_ms, "verify_ms": sd.t_v_ms, "verify_ratio": sd.verify_ratio, "draft_ratio": sd.draft_ratio,
+        "T_d_ms": sd.t_d_ms, "verify_ms": sd.t_v_ms, "verify_ratio": sd.over_t_t(sd.t_v_ms),
+        "draft_ratio": sd.over_t_t(sd.draft_ms),
         "predicted_speedup": sd.speedup, "predicted_tok_s": sd.tokens_per_s,
         "predicted_speedup_steps": sd.tau * step_ms(ar_steps) / step_ms(sd_steps),
     }
