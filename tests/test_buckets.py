@@ -75,3 +75,11 @@ def test_graphs_are_captured_lazily_per_used_bucket():
     session.runner.add_bucket(60)
     session.verify(1, Draft.chain(list(range(59))))
     assert sorted(key[0] for key in session.runner._graphs) == [24, 56, 60, 64]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_probe_rows_record_the_exact_bucket_on_a_gpu():
+    model = load_model("tiny-target", device="cuda", dtype=torch.bfloat16)
+    settings = ProbeSettings(contexts=(64,), verify_sizes=(50,), replays=3, warmup=1)
+    row = Prober(model, settings).verify(50, 64)
+    assert row["bucket"] == 50 and row["cuda_graphs"] and row["timer"] == "cuda_events"
