@@ -33,6 +33,7 @@ import time
 import pandas as pd
 import torch
 
+from specbench.analysis.eq1 import verify_ratios
 from specbench.config import EngineConf, ModelConf, QuantConf
 from specbench.decoding.forward import DEFAULT_BUCKETS
 from specbench.decoding.generate import generate
@@ -43,7 +44,7 @@ from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.schemes import QuantConfigError, get_scheme
 from benchmarks.bench_quant_linear import _source_code, agreement
 from benchmarks.common import free, smoke_parser, tensor_bytes
-from specbench.timing.probes import HeadProber, Prober, ProbeSettings, verify_ratios, write_probes
+from specbench.timing.probes import HeadProber, Prober, ProbeSettings, write_probes
 
 SCHEMES = ("bf16", "fp16", "w8a8_int8", "w8a8_fp8", "w4a16", "w4a8")
 DENSE = ("bf16", "fp16")
@@ -121,10 +122,10 @@ def probe_scheme(model, settings: ProbeSettings, seq_sizes, head_settings: Probe
 
 
 def probe_ms(settings: ProbeSettings, seq_sizes, buckets=DEFAULT_BUCKETS) -> list[int]:
-    """The token counts the probes' forwards run at: 1, each verify size's CUDA-graph bucket, and each context's
-    cache fill (a prefill: one eager forward of ``context`` rows above the largest bucket)."""
+    """The token counts the probes' forwards run at: 1, each verify size itself (a probe's graph has exactly its
+    rows), and each context's cache fill (a prefill: its bucket, or one eager forward above the largest)."""
     bucket = lambda n: next((b for b in buckets if b >= n), n)  # noqa: E731
-    return sorted({1, *(bucket(n) for n in [*settings.verify_sizes, *seq_sizes]), *map(bucket, settings.contexts)})
+    return sorted({1, *settings.verify_sizes, *seq_sizes, *map(bucket, settings.contexts)})
 
 
 def warm_gemlite(model, ms, device: str, log) -> dict:
@@ -212,7 +213,8 @@ def memory_check(device: str, dtype: torch.dtype, backend: str, layers: int, ful
 def markdown(result: dict) -> str:
     lines = [f"# Eq. (1) terms, {result['model']} shape, {result['device']}", "",
              f"CUDA-graph replays timed with {result['timer']}, median of {result['replays']} after warm-up; tree = "
-             "EAGLE-2-shaped (depth 6, top-k 10), n counts the root; forwards run at the CUDA-graph bucket >= n.", ""]
+             "EAGLE-2-shaped (depth 6, top-k 10), n counts the root; each forward replays a graph of exactly n "
+             "rows.", ""]
     probes = pd.DataFrame(result["probes"])
     if not probes.empty:
         ratios = verify_ratios(probes)

@@ -31,6 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.common import copy_bandwidth, smoke_parser, tensor_bytes
+from specbench.decoding.forward import DEFAULT_BUCKETS
 from specbench.model import ModelConfig, load_hf_config
 from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
@@ -38,7 +39,7 @@ from specbench.quantization import (
 from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.tune import MODELS, model_shapes
 
-MS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
+MS = DEFAULT_BUCKETS  # the M of every decode / verify forward: the CUDA-graph buckets
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
 L2_DEFEAT_BYTES = 256 * 2**20
 # (scheme, group size): defaults plus per-channel w4a8, the one gemlite runs with int8 activations

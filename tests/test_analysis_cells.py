@@ -112,3 +112,19 @@ def test_eq1_with_probes_and_without(data):
     fallback = evaluate("predicted_speedup", rows, wrong_n, n_boot=100)
     assert isinstance(fallback, Estimate) and "no probe for T_v(n=60)" in fallback.note
     assert "effective" in fallback.note
+    speed = evaluate("tok_s_eq1", rows, with_probes, n_boot=100)
+    assert speed.value == pytest.approx(1000 * tau.value / (6 * 0.5 + 3.0)) and "probes" in speed.note
+    steps = evaluate("tok_s_eq1", rows, Pool(data), n_boot=100)  # no probes: the runs' own phase times
+    per_step = (rows.draft_ms.sum() + rows.verify_ms.sum()) / rows.steps.sum()
+    assert steps.value == pytest.approx(1000 * tau.value / per_step) and "effective" in steps.note
+    assert steps.lo < steps.value < steps.hi
+
+
+def test_speed_cells_show_the_prediction_beside_the_measurement():
+    from specbench.analysis.tables import ours
+
+    cell = pd.Series({"kind": "tok_s", "value": 150.0, "lo": 148.0, "hi": 152.0, "predicted": 158.14,
+                      "predicted_source": "probes", "h200": 140.0, "h200_lo": 139.0, "h200_hi": 141.0,
+                      "h200_predicted": float("nan"), "h200_predicted_source": ""})
+    assert ours(cell) == "150.0 ± 2.0 (Eq. (1) 158.1 from probes)"
+    assert ours(cell, "h200") == "140.0 ± 1.0"  # no prediction: nothing added

@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from specbench.analysis.manifest import fill, load
 from specbench.analysis.pool import Pool
 from specbench.analysis.cells import cell_stats
-from specbench.analysis.tables import runs_markdown, write_table
+from specbench.analysis.tables import RUN_STATS, RUN_VIEW, runs_markdown, write_table
 from specbench.campaign import execute as ex
 from specbench.campaign.__main__ import main as campaign
 from specbench.campaign.coverage import coverage
@@ -165,7 +165,8 @@ def test_fake_campaign_fills_the_h200_column_never_the_a100_one_and_never_shows_
     runs_md = runs_markdown(cell_stats(pd.concat([h200, a100], ignore_index=True), n_boot=20))
     replayed = [line for line in runs_md.splitlines() if "| shape_only |" in line]
     assert len(replayed) == 2 and all("| replay (every task 3" in line for line in replayed)
-    taus = [line.split(" | ")[12] for line in runs_md.splitlines() if "| eagle" in line]  # the τ column
+    column = len(RUN_VIEW) + [name for name, _ in RUN_STATS].index("τ")
+    taus = [line.split(" | ")[column] for line in runs_md.splitlines() if "| eagle" in line]
     assert sorted(t.endswith("(replayed)") for t in taus) == [False, True] and all("3.0" in t for t in taus)
 
 

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 
 from specbench.decoding.generate import Generation
 from specbench.runner.metrics import generation_row, step_rows
-from specbench.analysis.eq1 import effective_terms, phase_coverage
+from specbench.analysis.eq1 import from_steps, phase_coverage
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
@@ -188,7 +188,7 @@ def check_run(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     assert 0.95 <= coverage <= 1.0 + 1e-6, (folder, coverage)
     # tau in the results equals the step log's mean accept length
     assert results.steps.sum() == len(steps)
-    assert effective_terms(steps)["tau"] == pytest.approx(
+    assert from_steps(steps).tau == pytest.approx(
         (results.tau * results.steps).sum() / results.steps.sum())
     assert not results.duplicated(["question_id", "turn", "repeat"]).any()
     return results, steps

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -12,9 +14,10 @@ import torch
 from specbench.drafters.eagle_head import random_eagle_head
 from specbench.model import load_model
 from specbench.analysis.eq1 import (
-    effective_terms, eq1_from_probes, eq1_report, eq1_speedup, measured_speedup, phase_coverage, verify_by_nodes,
+    eq1_report, eq1_speedup, from_probes, from_steps, measured_speedup, phase_coverage, tokens_per_s,
+    verify_by_nodes, verify_ratios,
 )
-from specbench.timing.probes import COLUMNS, Prober, ProbeSettings, run_probes, verify_ratios, write_probes
+from specbench.timing.probes import COLUMNS, Prober, ProbeSettings, run_probes, write_probes
 from specbench.timing.timer import time_calls
 from specbench.timing.trees import chain_draft, eagle_like_tree, level_widths
 
@@ -146,21 +149,51 @@ def test_eq1_speedup_hand_computed():
     assert eq1_speedup(4.0, 6, 0.5, 10.0, 12.0) == pytest.approx(8 / 3)
     # AR: tau 1, no drafting, T_v(1) = T_t  ->  1
     assert eq1_speedup(1.0, 0, 0.0, 7.0, 7.0) == pytest.approx(1.0)
-    with pytest.raises(ValueError):
-        eq1_speedup(2.0, 1, 1.0, 0.0, 1.0)
+    # as a speed: 4 tokens per 3 + 12 ms step
+    assert tokens_per_s(4.0, 3.0, 12.0) == pytest.approx(4000 / 15)
+    # untimed phases give no prediction, never a number
+    assert math.isnan(eq1_speedup(2.0, 1, 1.0, 0.0, 1.0)) and math.isnan(tokens_per_s(2.0, 0.0, 0.0))
+    ratios = eq1_speedup(np.array([2.0, 4.0]), 1.0, np.array([1.0, 1.0]), np.array([5.0, 0.0]), 4.0)
+    assert ratios[0] == pytest.approx(2.0) and math.isnan(ratios[1])
 
 
-def test_eq1_from_probes_hand_made():
-    rows = [("T_t", 1, "causal", 512, 10.0, "target"), ("T_v", 48, "tree", 512, 14.0, "target"),
-            ("T_v", 60, "tree", 512, 18.0, "target"), ("T_v", 60, "sequence", 512, 11.0, "target"),
-            ("T_d", 10, "tree", 512, 0.5, "eagle_head"), ("T_d", 1, "tree", 512, 0.3, "eagle_head"),
-            ("T_t", 1, "causal", 1024, 20.0, "target")]
-    frame = pd.DataFrame(rows, columns=["probe", "n", "mask", "context", "median_ms", "component"])
-    out = eq1_from_probes(frame, tau=4.5, d=6, n=58, context=600, draft_rows=10)
-    assert out["context"] == 512 and out["T_v_ms"] == 18.0 and out["T_d_ms"] == 0.5  # nearest n, context, rows
-    assert out["predicted_speedup"] == pytest.approx(4.5 / (6 * 0.5 / 10 + 18 / 10))
-    seq = eq1_from_probes(frame, tau=2.0, d=0, n=60, context=512, mask="sequence", draft_component="none")
-    assert seq["T_d_ms"] == 0.0 and seq["predicted_speedup"] == pytest.approx(2.0 / 1.1)
+def _probe(probe, n, mask, context, median, component="target", model="m", quant="w4a16", backend="gemlite"):
+    return {"probe": probe, "n": n, "mask": mask, "context": context, "median_ms": median, "p10_ms": median * 0.9,
+            "p90_ms": median * 1.1, "component": component, "model": model, "quant": quant, "backend": backend,
+            "gpu": "cpu"}
+
+
+RUN = {"model.source": "m", "quant.scheme": "w4a16", "quant.backend": "gemlite", "runtime.dtype": "bfloat16",
+       "env.gpu": None, "drafter": "eagle", "drafter.topk": 10, "drafter.depth": 6, "drafter.tree_size": 60}
+
+
+def test_from_probes_matching_rule():
+    rows = [_probe("T_t", 1, "causal", 512, 10.0), _probe("T_v", 56, "tree", 512, 14.0),
+            _probe("T_v", 60, "tree", 512, 18.0), _probe("T_v", 60, "sequence", 512, 11.0),
+            _probe("T_d", 10, "tree", 512, 0.5, "eagle_head", "eagle_head(m)", "bf16", "dense"),
+            _probe("T_d", 1, "tree", 512, 0.3, "eagle_head", "eagle_head(m)", "bf16", "dense"),
+            _probe("T_t", 1, "causal", 1024, 20.0), _probe("T_v", 60, "tree", 1024, 30.0),
+            _probe("T_t", 1, "causal", 512, 5.0, quant="w4a16", backend="torch"),  # another backend: not this run's
+            _probe("T_t", 1, "causal", 512, 3.0, quant="bf16", backend="dense")]  # the 16-bit target
+    probes = pd.DataFrame(rows)
+    terms = from_probes(RUN, probes, context=600, tau=4.5)
+    # nearest context (512), n exact (60, not 56), the tree mask, T_d over topk rows, this backend only
+    assert (terms.t_t_ms, terms.t_v_ms, terms.t_d_ms, terms.d, terms.n) == (10.0, 18.0, 0.5, 6, 60)
+    assert terms.speedup == pytest.approx(4.5 / (6 * 0.5 / 10 + 18 / 10))
+    assert terms.tokens_per_s == pytest.approx(4500 / (6 * 0.5 + 18)) and terms.source == "probes"
+    assert terms.tv_range == pytest.approx((18 * 0.9 / 11, 18 * 1.1 / 9))
+    assert from_probes(RUN, probes, context=900, tau=4.5).t_v_ms == 30.0  # context 1024 is nearer
+    # no nearest-n fallback: a tree size without its probe says which term is missing
+    assert from_probes({**RUN, "drafter.tree_size": 48}, probes, 512, 4.5) == "no probe for T_v(n=48)"
+    dense = from_probes({**RUN, "quant.scheme": "none", "drafter": "ngram", "drafter.min_n": 1, "drafter.max_n": 3,
+                         "drafter.num_tokens": 5, "drafter.match": "earliest", "drafter.pad": "clamp"},
+                        probes, 512, 2.0)
+    assert dense == "no probe for T_v(n=6)"  # the bf16 T_t matched; no sequence probe at n = 6
+    skip = {**RUN, "drafter": "layer_skip", "drafter.keep_fraction": 0.5, "drafter.selection": "uniform",
+            "drafter.num_tokens": 59}
+    assert from_probes(skip, probes.assign(mask="sequence"), 512, 2.0) == "no probe for T_d"
+    # an EAGLE-3 head is not the EAGLE-1/2 head the probes time
+    assert from_probes({**RUN, "drafter": "eagle3"}, probes, 512, 4.5) == "no probe for T_d"
 
 
 def _steps(accepts, drafted, draft_ms, verify_ms, accept_ms):
@@ -175,27 +208,32 @@ def test_eq1_report_on_hand_made_runs():
     sd_steps = _steps([3, 5, 4, 4], [59, 59, 59, 59], [3.0] * 4, [12.0] * 4, [1.0] * 4)
     # wall clock: AR 100 tokens in 1.05 s, SD 100 tokens in 0.4 s  ->  2.625x
     ar_res = pd.DataFrame({"question_id": [1], "repeat": [0], "new_tokens": [100], "decode_s": [1.05],
-                           "total_s": [1.1], "prompt_tokens": [500]})
+                           "total_s": [1.1], "prompt_tokens": [500], **{k: [v] for k, v in RUN.items()}})
     sd_res = ar_res.assign(decode_s=[0.4], total_s=[0.45])
-    out = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), d=6)
-    assert out["tau"] == 4.0 and out["T_t_ms"] == 10.0 and out["nodes"] == 59
+    out = eq1_report((sd_res, sd_steps), (ar_res, ar_steps))
+    assert out["tau"] == 4.0 and out["T_t_ms"] == 10.0 and out["nodes"] == 59 and out["depth"] == 5
     assert out["predicted_speedup"] == pytest.approx(4.0 / ((3.0 + 12.0) / 10.0))  # Eq. (1): 2.667
+    assert out["predicted_tok_s"] == pytest.approx(4000 / 15)
     assert out["predicted_speedup_steps"] == pytest.approx(4.0 * 10.5 / 16.0)  # whole steps: 2.625
     assert out["measured_speedup"] == pytest.approx((100 / 0.4) / (100 / 1.05))
     assert out["prediction_error"] == pytest.approx((8 / 3) / 2.625 - 1)
-    assert out["T_d_ms"] == pytest.approx(0.5) and out["verify_ratio"] == pytest.approx(1.2)
-    probes = pd.DataFrame([("T_t", 1, "causal", 512, 9.0, "target"), ("T_v", 60, "tree", 512, 11.0, "target"),
-                           ("T_d", 10, "tree", 512, 0.4, "eagle_head")],
-                          columns=["probe", "n", "mask", "context", "median_ms", "component"])
-    with_probes = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), d=6, probes=probes)
+    assert out["T_d_ms"] == pytest.approx(0.6) and out["verify_ratio"] == pytest.approx(1.2)
+    probes = pd.DataFrame([_probe("T_t", 1, "causal", 512, 9.0), _probe("T_v", 60, "tree", 512, 11.0),
+                           _probe("T_d", 10, "tree", 512, 0.4, "eagle_head", "eagle_head(m)", "bf16", "dense")])
+    with_probes = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), probes=probes)
     assert with_probes["probe_speedup"] == pytest.approx(4.0 / (6 * 0.4 / 9 + 11 / 9))
+    assert with_probes["probe_tok_s"] == pytest.approx(4000 / (6 * 0.4 + 11))
+    missing = eq1_report((sd_res, sd_steps), (ar_res, ar_steps), probes=probes[probes.probe != "T_d"])
+    assert missing["probe_error"] == "no probe for T_d" and "probe_speedup" not in missing
 
 
-def test_effective_terms_and_verify_by_nodes():
+def test_from_steps_and_verify_by_nodes():
     steps = _steps([1, 2, 1, 3], [0, 5, 5, 9], [0.0, 1.0, 1.0, 2.0], [4.0, 6.0, 8.0, 9.0], [0.1] * 4)
-    terms = effective_terms(steps)
-    assert terms["steps"] == 4 and terms["tau"] == 1.75 and terms["nodes"] == pytest.approx(19 / 4)
-    assert terms["step_ms"] == pytest.approx(1.0 + 6.75 + 0.1)
+    terms = from_steps(steps, t_t_ms=4.0)
+    assert terms.tau == 1.75 and terms.n == pytest.approx(19 / 4 + 1) and terms.source == "steps"
+    assert terms.draft_ms == 1.0 and terms.t_v_ms == 6.75 and terms.d == 0.75  # depths 0, 1, 1, 1
+    assert terms.t_d_ms == pytest.approx(4 / 3) and terms.over_t_t(terms.t_v_ms) == pytest.approx(6.75 / 4)
+    assert terms.tokens_per_s == pytest.approx(1750 / 7.75)
     by_n = verify_by_nodes(steps).set_index("n")
     assert list(by_n.index) == [1, 6, 10] and by_n.loc[6, "median_ms"] == 7.0 and by_n.loc[6, "steps"] == 2
     results = pd.DataFrame({"decode_s": [0.0079]})

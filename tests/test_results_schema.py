@@ -39,3 +39,17 @@ def test_every_written_column_is_documented(hydra_compose, tmp_path):
         assert "drafter.name" not in row and "rotated" not in row  # said once, as drafter and quant.rotated
         assert not [c for c in row.index if c.startswith(("ngram_", "eagle_", "hierspec_"))]
 
+
+
+def test_rows_record_predicted_beside_measured_speed():
+    """``tokens_per_s_eq1`` is Eq. (1) from the generation's own phase times; measured speed stays wall clock."""
+    from specbench.decoding.generate import Generation
+    from specbench.runner.metrics import generation_row
+
+    gen = Generation(10, [1] * 9, accept_lengths=[3, 5], drafted=[6, 6], draft_depths=[2, 2], decode_s=0.04,
+                     phase_ms={0: {"draft": 4.0, "verify": 10.0, "accept": 1.0}, 1: {"draft": 6.0, "verify": 10.0}})
+    row = generation_row(gen)
+    assert row["tokens_per_s_eq1"] == pytest.approx(1000 * 4.0 / (5.0 + 10.0))  # tau 4 per 15 ms of phases
+    assert row["tokens_per_s_decode"] == pytest.approx(9 / 0.04)
+    untimed = generation_row(Generation(10, [1], decode_s=0.01))  # no steps: no prediction
+    assert untimed["tokens_per_s_eq1"] != untimed["tokens_per_s_eq1"]

@@ -16,7 +16,8 @@ def test_summary_names_the_setting_intervals_and_folders(capsys):
     print_summary(table)
     out = capsys.readouterr().out
     assert "specbench: tiny-target · quant " in out and "specbench_mini · CPU" in out
-    assert "[" in out and "95% bootstrap" in out
+    assert "[" in out and "95% bootstrap" in out and "Eq. (1) tok/s" in out
+    assert (table.tok_s_eq1 > 0).all()  # predicted from the runs' phase times, beside the measured tok/s
     assert CPU_NOTE[:40] in out.replace("\n", " ") or CPU_NOTE[:20] in out
     for _, row in table.iterrows():
         assert f"results of {row.method}: {row.folder}" in out

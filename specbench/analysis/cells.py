@@ -10,8 +10,9 @@ Conventions (see docs/analysis.md):
   model), or a dict of overrides naming another run (``{drafter: eagle, drafter.depth: 3}``); baselines are
   paired with the method on the questions both measured;
 * tau = 1 + accepted / steps (bonus counted, AR = 1); alpha = accepted / drafted;
-* Eq. (1) terms come from probes when they exist, else "effective" values from the step timings:
-  T_t = AR verify ms per step, T_v = the method's verify ms per step, T_d = draft ms per draft pass.
+* Eq. (1) (``analysis/eq1.py``) takes its terms from matching probes when they exist, else "effective" values
+  from the step timings: T_t = AR verify ms per step, T_v = the method's verify ms per step, T_d = draft ms per
+  draft pass; ``tok_s_eq1`` is its predicted speed, 1000 * tau / (d * T_d + T_v) (T_t not needed).
 """
 
 from __future__ import annotations
@@ -77,8 +78,18 @@ def _ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b, out=np.full_like(a, np.nan), where=b != 0)
 
 
-def _t_t(s: dict) -> np.ndarray:
-    return s["same"].per_step("verify_ms")
+def _step_terms(s: dict) -> eq1.Terms:
+    """Eq. (1)'s effective terms over the bootstrap replicates (arrays): the method's step timings, and T_t from
+    the same-precision AR run where the metric has that side."""
+    m = s["method"]
+    t_t = s["same"].per_step("verify_ms") if "same" in s else np.nan
+    return eq1.Terms(m.tau(), t_t, m.per_step("verify_ms"), m.per_step("draft_ms"), m.per_step("draft_depth_sum"),
+                     np.nan, "steps")
+
+
+def _over_t_t(terms: eq1.Terms, term: str):
+    """An Eq. (1) term (``t_v_ms``, ``t_d_ms``) in units of T_t."""
+    return terms.over_t_t(getattr(terms, term))
 
 
 # metric -> (sides it needs, statistic); sides: "method", "baseline" (the cell's), "same" (same-precision AR)
@@ -98,12 +109,12 @@ METRICS: dict[str, tuple[tuple[str, ...], Stat]] = {
     "accuracy_change": (("method", "baseline"),
                         lambda s, o: 100 * (s["method"].accuracy() / s["baseline"].accuracy() - 1)),
     # Eq. (1), effective terms from the step timings
-    "tv_over_tt": (("method", "same"), lambda s, o: s["method"].per_step("verify_ms") / _t_t(s)),
-    "td_over_tt": (("method", "same"), lambda s, o: s["method"].per_pass("draft_ms") / _t_t(s)),
-    "predicted_speedup": (("method", "same"), lambda s, o: s["method"].tau() * _t_t(s)
-                          / (s["method"].per_step("draft_ms") + s["method"].per_step("verify_ms"))),
+    "tv_over_tt": (("method", "same"), lambda s, o: _over_t_t(_step_terms(s), "t_v_ms")),
+    "td_over_tt": (("method", "same"), lambda s, o: _over_t_t(_step_terms(s), "t_d_ms")),
+    "predicted_speedup": (("method", "same"), lambda s, o: _step_terms(s).speedup),
+    "tok_s_eq1": (("method",), lambda s, o: _step_terms(s).tokens_per_s),
 }
-EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup")
+EQ1 = ("tv_over_tt", "td_over_tt", "predicted_speedup", "tok_s_eq1")
 DEPTH_METRICS = ("td_over_tt", "draft_len", "draft_ms_per_len")
 
 
@@ -193,16 +204,17 @@ def _probe_estimate(metric, rows, runs, pool, n_boot, seed, level) -> Estimate |
     if len(runs) != 1:
         return "probe terms need a single run"
     run = runs.iloc[0]
-    context = float((rows["prompt_tokens"] + rows["new_tokens"] / 2).mean())
-    found = eq1.terms(run, pool.probes, context)
+    ratio = metric in ("tv_over_tt", "td_over_tt")
+    tau = None if ratio else evaluate("tau", rows, pool, n_boot=n_boot, seed=seed, level=level)
+    found = eq1.from_probes(run, pool.probes, eq1.decode_context(rows), math.nan if ratio else tau.value)
     if isinstance(found, str):
         return found
     if metric == "tv_over_tt":
-        return Estimate(found.tv, *found.tv_range, ci="probe p10-p90", note=f"T_v(n={found.n})/T_t from probes")
+        return Estimate(_over_t_t(found, "t_v_ms"), *found.tv_range, ci="probe p10-p90",
+                        note=f"T_v(n={found.n})/T_t from probes")
     if metric == "td_over_tt":
-        return Estimate(found.td, *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
-    tau = evaluate("tau", rows, pool, n_boot=n_boot, seed=seed, level=level)
-    scale = 1 / (found.d * found.td + found.tv)
+        return Estimate(_over_t_t(found, "t_d_ms"), *found.td_range, ci="probe p10-p90", note="T_d/T_t from probes")
+    scale = (found.speedup if metric == "predicted_speedup" else found.tokens_per_s) / found.tau
     return Estimate(tau.value * scale, tau.lo * scale, tau.hi * scale, tau.n,
                     note=f"Eq. (1) with probes (d={found.d}, n={found.n}); CI resamples tau only")
 
@@ -225,6 +237,7 @@ VARIANTS: dict[str, tuple[str, dict]] = {
     "tv_over_tt": ("tv_over_tt", {}),
     "td_over_tt": ("td_over_tt", {}),
     "predicted_speedup": ("predicted_speedup", {}),
+    "tok_s_eq1": ("tok_s_eq1", {}),
     "drafter_prefill_ms": ("drafter_prefill_ms", {}),
     "draft_ms_per_step": ("draft_ms_per_step", {}),
 }

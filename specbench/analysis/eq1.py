@@ -1,23 +1,41 @@
-"""Eq. (1) of arXiv 2505.22179: speedup = tau / (d * T_d/T_t + T_v(n)/T_t), from timing probes.
+"""Eq. (1) of arXiv 2505.22179 and its terms: the one place they are computed, from timing probes or from a run's
+step log (result rows, cell statistics, plots, ``bench_eq1`` and ``eq1_report`` all call this module).
 
-A probe row (``probes.parquet``, written by ``specbench.timing.probes`` / ``benchmarks/bench_eq1.py``) is the
-median of many replays of one isolated forward: ``T_t`` (one token), ``T_v`` (``n`` tokens, root included, under
-a ``tree`` or ``sequence`` mask), ``T_d`` (an EAGLE-head pass over ``n`` rows, ``component = eagle_head``, or a
-draft model's step, ``component = draft_model``) or ``prefill``, at a KV ``context`` length. Probes match a run
-on model, quantization (dense = the run's dtype), backend (ignored for dense) and GPU ("cpu" on a CPU), at the
-probed context nearest the run's mean context. ``n`` must match exactly (no interpolation).
+    T_sd = (d * T_d + T_v(n)) / tau        speedup = tau / (d * T_d/T_t + T_v(n)/T_t)        tok/s = tau / T_sd
 
-The second half recovers the same terms from a run's step logs (``effective_terms``) and sets Eq. (1)'s prediction
-next to the measured speedup (``eq1_report``); ``eq1_from_probes`` picks probes by explicit n, mask and context.
+``T_t``: one target decode forward; ``T_v(n)``: one target forward over n tokens (root included); ``T_d``: one
+draft forward, ``d`` of them per step; ``tau``: committed tokens per step (bonus included).
+
+Terms from probes (``from_probes``; rows of ``probes.parquet``, ``specbench.timing.probes``). The matching rule:
+
+* the target: ``model.source`` equal; quantization equal, a dense run's being its dtype (fp16 / bf16 / fp32; a
+  probe of quantization ``none`` matches any dense run); backend equal when quantized (ignored when dense); GPU
+  equal (``cpu`` on a CPU);
+* ``n`` and the mask: the drafter's ``step_shape`` (EAGLE / EAGLE-3: ``tree_size`` under the tree mask; n-gram,
+  draft model, layer skip: ``num_tokens + 1`` under the sequence mask), ``n`` exact: no nearest n, no
+  interpolation (``n = 1``: T_v = T_t);
+* the context: the probed context nearest the run's mean decoding context (``decode_context``: prompt plus half
+  the answer, mean over the run's rows), the same for every term;
+* T_d: ``d`` from ``step_shape``; EAGLE: the ``eagle_head`` probe over ``topk`` rows (one named after the run's
+  target when there is one); draft model: a ``draft_model`` probe, else the ``T_t`` probe of the drafter's own
+  model; n-gram (d = 0): no draft term; EAGLE-3 and layer skip: none (the head probes time EAGLE-1/2 heads, and
+  no probe times the target's kept layers), so their Eq. (1) comes from step logs.
+
+Terms from a step log (``from_steps``, rows of ``steps.parquet``): tau = mean ``accept_length``, ``d * T_d`` = mean
+``draft_ms`` (all drafting of a step, an n-gram lookup included), T_v = mean ``verify_ms`` at the run's draft
+sizes, d = mean ``draft_depth``, n = mean ``drafted`` + 1; T_t = the same-precision AR run's mean ``verify_ms``.
+The accept phase and the loop's bookkeeping are outside Eq. (1) (``eq1_report``'s ``predicted_speedup_steps``
+adds them).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Mapping
 
+import numpy as np
 import pandas as pd
 
 RENAME = {"model": "model.source", "quant": "quant.scheme", "backend": "quant.backend", "gpu": "env.gpu"}
@@ -25,16 +43,62 @@ DENSE = {"none": None, "fp16": "fp16", "bf16": "bf16", "fp32": "fp32", "float16"
          "float32": "fp32"}
 
 
+def eq1_speedup(tau, d, t_d, t_t, t_v):
+    """Eq. (1): ``tau / (d * T_d / T_t + T_v(n) / T_t)`` (floats or arrays); nan where T_t or ``d * T_d + T_v`` is
+    not positive (phases not timed)."""
+    t_t = np.asarray(t_t, dtype=float)
+    return _per(tau * np.where(t_t > 0, t_t, np.nan), d * np.asarray(t_d, dtype=float) + t_v)
+
+
+def tokens_per_s(tau, draft_ms, verify_ms):
+    """Eq. (1) as a speed: ``1000 * tau / (d * T_d + T_v(n))`` tokens per second from times in ms (floats or
+    arrays); nan where the step time is not positive."""
+    return _per(1000.0 * np.asarray(tau, dtype=float), np.asarray(draft_ms, dtype=float) + verify_ms)
+
+
+def _per(num, den):
+    """``num / den``, nan where ``den <= 0``; a float for scalar inputs."""
+    num, den = np.broadcast_arrays(np.asarray(num, dtype=float), np.asarray(den, dtype=float))
+    out = np.divide(num, den, out=np.full(num.shape, np.nan), where=den > 0)
+    return float(out) if out.ndim == 0 else out
+
+
 @dataclass(frozen=True)
 class Terms:
-    """T_v(n)/T_t, T_d/T_t and d for one run, with the p10-p90 range of each ratio."""
+    """Eq. (1)'s terms of one run (floats, or arrays of bootstrap replicates); ``draft_ms`` is ``d * T_d`` (a
+    step's drafting), ``source`` probes or steps; a ratio is nan where its denominator is not positive.
 
-    tv: float
-    tv_range: tuple[float, float]
-    td: float
-    td_range: tuple[float, float]
-    d: int
-    n: int
+    ``tv_range`` / ``td_range``: p10-p90 range of T_v/T_t and T_d/T_t (probes; nan from steps).
+    """
+
+    tau: float
+    t_t_ms: float
+    t_v_ms: float
+    draft_ms: float
+    d: float
+    n: float
+    source: str
+    tv_range: tuple[float, float] = (math.nan, math.nan)
+    td_range: tuple[float, float] = (math.nan, math.nan)
+
+    @property
+    def t_d_ms(self) -> float:
+        return _per(self.draft_ms, self.d)
+
+    def over_t_t(self, ms):
+        """``ms`` in units of T_t: ``over_t_t(t_v_ms)`` is T_v(n)/T_t, ``over_t_t(draft_ms)`` d * T_d / T_t."""
+        return _per(ms, self.t_t_ms)
+
+    @property
+    def speedup(self) -> float:
+        return eq1_speedup(self.tau, 1.0, self.draft_ms, self.t_t_ms, self.t_v_ms)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return tokens_per_s(self.tau, self.draft_ms, self.t_v_ms)
+
+
+# ----------------------------------------------------------------- terms from probes
 
 
 def normalize(probes: pd.DataFrame) -> pd.DataFrame:
@@ -60,6 +124,11 @@ def draft_shape(run: Mapping) -> tuple[int, tuple[str, ...], int, int] | str:
         if shape is not None:
             return shape
     return f"Eq. (1) has no term for drafter {name!r}"
+
+
+def decode_context(results: pd.DataFrame) -> float:
+    """A run's mean context while decoding: prompt plus half the answer, mean over its rows."""
+    return float((results["prompt_tokens"] + results["new_tokens"] / 2).mean())
 
 
 def _label(scheme, dtype) -> str | None:
@@ -91,8 +160,26 @@ def _pick(rows: pd.DataFrame, context: float) -> pd.Series | None:
     return rows.loc[(rows["context"].astype(float) - context).abs().idxmin()]
 
 
-def terms(run: Mapping, probes: pd.DataFrame, context: float) -> Terms | str:
-    """The Eq. (1) ratios for ``run`` (a row of config columns) from ``probes``, or why they are missing."""
+def _draft_rows(run: Mapping, probes: pd.DataFrame, width: int) -> pd.DataFrame:
+    """T_d candidates: the EAGLE head's pass over ``width`` rows, or the draft model's one-token step."""
+    component = probes["component"] if "component" in probes else pd.Series("", index=probes.index)
+    if run.get("drafter") == "eagle":  # HeadProber times EAGLE-1/2 heads
+        heads = probes[(probes.probe == "T_d") & (component == "eagle_head") & (probes.n == width)]
+        mine = heads[heads["model.source"].astype(str).str.contains(str(run.get("model.source")), regex=False)]
+        return mine if len(mine) else heads
+    if run.get("drafter") != "draft_model":
+        return probes.iloc[:0]
+    steps = probes[(probes.probe == "T_d") & (component == "draft_model")]
+    if len(steps):
+        return steps
+    draft = {"model.source": run.get("drafter.model.source"), "quant.scheme": run.get("drafter.quant.scheme"),
+             "quant.backend": run.get("drafter.quant.backend"), "runtime.dtype": run.get("runtime.dtype")}
+    return probes[_same_target(probes, draft) & (probes.probe == "T_t") & (probes.n == 1)]
+
+
+def from_probes(run: Mapping, probes: pd.DataFrame | None, context: float, tau: float) -> Terms | str:
+    """Eq. (1)'s terms for ``run`` (a row of its config columns) from probe medians, by the module's matching
+    rule, with accept length ``tau``; or why a term has no probe."""
     shape = draft_shape(run)
     if isinstance(shape, str):
         return shape
@@ -110,91 +197,38 @@ def terms(run: Mapping, probes: pd.DataFrame, context: float) -> Terms | str:
     if missing:
         return f"no probe for {', '.join(missing)}"
 
-    def ratio(p):
-        if p is None:
-            return 0.0, (0.0, 0.0)
-        return p.median_ms / t_t.median_ms, (p.p10_ms / t_t.p90_ms, p.p90_ms / t_t.p10_ms)
+    def ratio_range(p):  # None: no draft term (d = 0), whose T_d/T_t is nan
+        return (math.nan, math.nan) if p is None else (p.p10_ms / t_t.p90_ms, p.p90_ms / t_t.p10_ms)
 
-    (tv, tv_range), (td, td_range) = ratio(t_v), ratio(t_d)
-    return Terms(tv, tv_range, td, td_range, d, n)
+    return Terms(tau, float(t_t.median_ms), float(t_v.median_ms), d * float(t_d.median_ms) if d else 0.0, d, n,
+                 "probes", ratio_range(t_v), ratio_range(t_d))
 
 
-def _draft_rows(run: Mapping, probes: pd.DataFrame, width: int) -> pd.DataFrame:
-    """T_d candidates: the EAGLE head's pass over ``width`` rows, or the draft model's one-token step."""
-    component = probes["component"] if "component" in probes else pd.Series("", index=probes.index)
-    if run.get("drafter") == "eagle":
-        heads = probes[(probes.probe == "T_d") & (component == "eagle_head") & (probes.n == width)]
-        mine = heads[heads["model.source"].astype(str).str.contains(str(run.get("model.source")), regex=False)]
-        return mine if len(mine) else heads
-    steps = probes[(probes.probe == "T_d") & (component == "draft_model")]
-    if len(steps):
-        return steps
-    draft = {"model.source": run.get("drafter.model.source"), "quant.scheme": run.get("drafter.quant.scheme"),
-             "quant.backend": run.get("drafter.quant.backend"), "runtime.dtype": run.get("runtime.dtype")}
-    return probes[_same_target(probes, draft) & (probes.probe == "T_t") & (probes.n == 1)]
+def verify_ratios(frame: pd.DataFrame) -> pd.DataFrame:
+    """T_v(n)/T_t per (model, quant, backend, kernel, context, mask, n) of probe rows (medians), T_t of the same
+    model, quantization, backend, kernel and context."""
+    keys = [k for k in ("model", "quant", "backend", "kernel", "context") if k in frame]
+    t_t = frame[frame.probe == "T_t"].set_index(keys)["median_ms"].rename("T_t_ms")
+    t_v = frame[frame.probe == "T_v"].join(t_t, on=keys)
+    t_v = t_v.assign(ratio=t_v.median_ms / t_v.T_t_ms)
+    return t_v[keys + ["mask", "n", "bucket", "median_ms", "T_t_ms", "ratio"]].reset_index(drop=True)
 
 
-# ----------------------------------------------------------------- the terms recovered from a run's step logs
+# ----------------------------------------------------------------- terms from a run's step log
 
 
-def eq1_speedup(tau: float, d: float, t_d: float, t_t: float, t_v: float) -> float:
-    """Eq. (1): ``tau / (d * T_d / T_t + T_v(n) / T_t)``."""
-    if t_t <= 0:
-        raise ValueError("T_t must be > 0")
-    denominator = d * t_d / t_t + t_v / t_t
-    if denominator <= 0:
-        raise ValueError("d * T_d + T_v must be > 0")
-    return tau / denominator
-
-
-def eq1_from_probes(probes: pd.DataFrame, *, tau: float, d: int, n: int, context: int, mask: str = "tree",
-                    draft_rows: int | None = None, draft_component: str = "eagle_head") -> dict:
-    """Eq. (1) with probe medians: T_t and T_v(n) at ``context`` (nearest probed context), T_d of
-    ``draft_component`` (``draft_rows`` rows for a head; a draft model's decode step), or no draft cost when
-    the probes have none (a model-free drafter such as n-gram: ``d`` is then ignored)."""
-    contexts = sorted(set(probes.context))
-    ctx = min(contexts, key=lambda c: abs(c - context))
-    at = probes[probes.context == ctx]
-    t_t = float(at[(at.probe == "T_t")].median_ms.iloc[0])
-    verify = at[(at.probe == "T_v") & (at["mask"] == mask)]
-    if n == 1:
-        t_v = t_t
-    else:
-        if verify.empty:
-            raise ValueError(f"no T_v probes with mask {mask!r} at context {ctx}")
-        nearest = min(set(verify.n), key=lambda m: abs(m - n))
-        t_v = float(verify[verify.n == nearest].median_ms.iloc[0])
-    drafts = at[(at.probe == "T_d") & (at.component == draft_component)]
-    if draft_rows is not None and not drafts.empty:
-        drafts = drafts[drafts.n == min(set(drafts.n), key=lambda m: abs(m - draft_rows))]
-    t_d = float(drafts.median_ms.iloc[0]) if not drafts.empty else 0.0
-    return {"tau": tau, "d": d, "n": n, "context": ctx, "T_t_ms": t_t, "T_v_ms": t_v, "T_d_ms": t_d,
-            "verify_ratio": t_v / t_t, "draft_ratio": d * t_d / t_t,
-            "predicted_speedup": eq1_speedup(tau, d, t_d, t_t, t_v)}
-
-
-PHASE_COLUMNS = ("draft_ms", "verify_ms", "accept_ms", "sample_ms")
-
-
-def effective_terms(steps: pd.DataFrame) -> dict:
-    """Mean per-step terms of one run from its ``steps.parquet`` rows.
-
-    ``draft_ms`` is the effective ``d * T_d`` (all drafting of a step), ``verify_ms`` the effective T_v at the
-    run's draft sizes, ``accept_ms`` the bookkeeping Eq. (1) leaves out; ``tau`` the mean accept length (bonus
-    included), ``nodes`` the mean drafted nodes (so verified tokens are ``nodes + 1``).
-    """
+def from_steps(steps: pd.DataFrame, t_t_ms: float = math.nan) -> Terms:
+    """Eq. (1)'s effective terms of one run from its ``steps.parquet`` rows; ``t_t_ms``: its AR baseline's T_t."""
     if steps.empty:
         raise ValueError("no step rows")
-    phases = {c: float(steps[c].mean()) if c in steps else 0.0 for c in PHASE_COLUMNS}
-    return {
-        "steps": int(len(steps)),
-        "tau": float(steps.accept_length.mean()),
-        "nodes": float(steps.drafted.mean()),
-        "depth": float(steps.draft_depth.mean()) if "draft_depth" in steps else float("nan"),
-        **phases,
-        "step_ms": float(sum(phases.values())),
-        "verify_median_ms": float(steps.verify_ms.median()),
-    }
+    depth = float(steps.draft_depth.mean()) if "draft_depth" in steps else math.nan
+    return Terms(float(steps.accept_length.mean()), t_t_ms, float(steps.verify_ms.mean()),
+                 float(steps.draft_ms.mean()), depth, float(steps.drafted.mean()) + 1, "steps")
+
+
+def step_ms(steps: pd.DataFrame) -> float:
+    """Mean wall time of a step's phases, the accept and sample phases (outside Eq. (1)) included."""
+    return float(sum(steps[c].mean() for c in ("draft_ms", "verify_ms", "accept_ms", "sample_ms") if c in steps))
 
 
 def verify_by_nodes(steps: pd.DataFrame) -> pd.DataFrame:
@@ -233,49 +267,38 @@ def _read_run(run: str | Path | tuple) -> tuple[pd.DataFrame | None, pd.DataFram
     return (pd.read_parquet(results) if results.exists() else None), pd.read_parquet(folder / "steps.parquet")
 
 
-def eq1_report(sd_run, ar_run, *, d: float | None = None, probes: pd.DataFrame | None = None,
-               context: int | None = None) -> dict:
+def eq1_report(sd_run, ar_run, *, probes: pd.DataFrame | None = None, context: float | None = None) -> dict:
     """Eq. (1)'s predicted speedup next to the measured one, for an SD run against its AR baseline.
 
     ``sd_run`` / ``ar_run``: run folders (``results.parquet`` + ``steps.parquet``) or ``(results, steps)`` pairs.
-    Effective terms come from the step logs: ``T_t`` = mean AR verify time, ``d * T_d`` = mean SD draft time per
-    step, ``T_v`` = mean SD verify time per step. Reported:
-
-    * ``predicted_speedup``: Eq. (1) with those effective terms (drafting + verification only);
-    * ``predicted_speedup_steps``: ``tau * AR step time / SD step time``, the phases' whole step (accept and
-      bookkeeping included), i.e. what the step logs imply;
-    * ``measured_speedup`` (and ``_micro``): from wall-clock ``results.parquet`` (when present);
-    * with ``probes``: ``probe_speedup``, Eq. (1) with isolated probe medians at the run's mean draft size and
-      the probed context nearest to ``context`` (default: mean prompt length plus half the mean answer).
+    Reported: the step-log terms (``from_steps``; T_t = the AR run's mean verify time), ``predicted_speedup`` and
+    ``predicted_tok_s`` (Eq. (1) with them), ``predicted_speedup_steps`` (``tau * AR step / SD step``, accept and
+    sample phases included), ``measured_speedup`` (and ``_micro``, ``prediction_error``) from wall-clock
+    ``results.parquet``; with ``probes`` and the SD run's results, ``probe_speedup`` and ``probe_tok_s`` (Eq. (1)
+    with the matched probes at ``context``, default ``decode_context``), or ``probe_error`` saying why none match.
     """
     sd_results, sd_steps = _read_run(sd_run)
     ar_results, ar_steps = _read_run(ar_run)
-    sd, ar = effective_terms(sd_steps), effective_terms(ar_steps)
-    t_t = ar["verify_ms"]
+    ar = from_steps(ar_steps)
+    sd = replace(from_steps(sd_steps), t_t_ms=ar.t_v_ms)
     out = {
-        "tau": sd["tau"], "nodes": sd["nodes"], "depth": sd["depth"], "T_t_ms": t_t,
-        "draft_ms": sd["draft_ms"], "verify_ms": sd["verify_ms"], "accept_ms": sd["accept_ms"],
-        "verify_ratio": sd["verify_ms"] / t_t, "draft_ratio": sd["draft_ms"] / t_t,
-        "predicted_speedup": eq1_speedup(sd["tau"], 1.0, sd["draft_ms"], t_t, sd["verify_ms"]),
-        "predicted_speedup_steps": sd["tau"] * ar["step_ms"] / sd["step_ms"],
+        "tau": sd.tau, "nodes": sd.n - 1, "depth": sd.d, "T_t_ms": sd.t_t_ms, "draft_ms": sd.draft_ms,
+        "T_d_ms": sd.t_d_ms, "verify_ms": sd.t_v_ms, "verify_ratio": sd.over_t_t(sd.t_v_ms),
+        "draft_ratio": sd.over_t_t(sd.draft_ms),
+        "predicted_speedup": sd.speedup, "predicted_tok_s": sd.tokens_per_s,
+        "predicted_speedup_steps": sd.tau * step_ms(ar_steps) / step_ms(sd_steps),
     }
-    if d:
-        out["d"], out["T_d_ms"] = d, sd["draft_ms"] / d
     if sd_results is not None and ar_results is not None:
         out.update(measured_speedup(sd_results, ar_results))
         out["prediction_error"] = out["predicted_speedup"] / out["measured_speedup"] - 1
-    if probes is not None:
-        if context is not None:
-            ctx = context
-        elif sd_results is not None:  # the mean context while decoding: prompt plus half the answer
-            ctx = int((sd_results.prompt_tokens + sd_results.new_tokens / 2).mean())
+    if probes is not None and sd_results is not None:
+        ctx = decode_context(sd_results) if context is None else context
+        found = from_probes(sd_results.iloc[0], probes, ctx, sd.tau)
+        if isinstance(found, str):
+            out["probe_error"] = found
         else:
-            ctx = 512
-        n = max(1, int(round(sd["nodes"])) + 1)
-        has_draft = d is not None and d > 0
-        p = eq1_from_probes(probes, tau=sd["tau"], d=int(d) if has_draft else 0, n=n, context=ctx)
-        out.update({"probe_T_t_ms": p["T_t_ms"], "probe_T_v_ms": p["T_v_ms"], "probe_T_d_ms": p["T_d_ms"],
-                    "probe_speedup": p["predicted_speedup"]})
+            out.update({"probe_T_t_ms": found.t_t_ms, "probe_T_v_ms": found.t_v_ms, "probe_T_d_ms": found.t_d_ms,
+                        "probe_speedup": found.speedup, "probe_tok_s": found.tokens_per_s})
     return out
 
 

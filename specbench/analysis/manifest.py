@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -31,6 +31,7 @@ OPTIONS = ("prefill", "average", "baseline", "base_model", "over", "tolerance", 
 DEFAULTS = {"prefill": "excluded", "average": "macro", "baseline": "same_precision", "base_model": None,
             "over": None, "tolerance": None, "compare": True, "gpu": None}
 NOT_PUBLISHED = "not published [?]"
+PREDICTED = {"tok_s": "tok_s_eq1", "speedup": "predicted_speedup"}  # a speed metric -> its Eq. (1) prediction
 
 
 @dataclass(frozen=True)
@@ -169,8 +170,24 @@ def _measure(cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> tu
     return None, found if isinstance(found, str) else "no finite value"
 
 
+def predicted(cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> tuple[float, str]:
+    """Eq. (1)'s prediction beside a speed cell (tok/s, or speedup over the same-precision AR run; prefill
+    excluded, as in Eq. (1)) and its source: ``probes`` (matching probes) or ``steps`` (the runs' step timings);
+    (nan, "") for other cells or none."""
+    metric = PREDICTED.get(cell.metric["metric"])
+    if metric is None or cell.options["prefill"] != "excluded" or (
+            metric == "predicted_speedup" and cell.options["baseline"] != "same_precision"):
+        return math.nan, ""
+    found = _evaluate(replace(cell, metric={**cell.metric, "metric": metric}), pool, cell.options, n_boot, seed,
+                      level)
+    if not isinstance(found, Estimate) or not math.isfinite(found.value):
+        return math.nan, ""
+    return found.value, "probes" if "with probes" in found.note else "steps"
+
+
 def _gpu_columns(manifest: Manifest, cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> dict:
-    """``<id>``, ``<id>_lo``, ``<id>_hi``, ``<id>_note`` and ``<id>_ratio`` (ours / paper) per GPU column."""
+    """``<id>``, ``<id>_lo``, ``<id>_hi``, ``<id>_note``, ``<id>_ratio`` (ours / paper), ``<id>_predicted`` and
+    ``<id>_predicted_source`` (Eq. (1)) per GPU column."""
     out = {}
     for gpu in columns.gpu_columns(manifest):
         gpu_cell = columns.gpu_column(cell, gpu["gpu"])
@@ -180,6 +197,8 @@ def _gpu_columns(manifest: Manifest, cell: Cell, pool: Pool, n_boot: int, seed: 
         out.update({gpu["id"]: value, f"{gpu['id']}_lo": found.lo if found else math.nan,
                     f"{gpu['id']}_hi": found.hi if found else math.nan, f"{gpu['id']}_ratio": ratio,
                     f"{gpu['id']}_note": note if found else columns.why_empty(gpu_cell, pool, gpu["gpu"], note)})
+        prediction = predicted(gpu_cell, pool, n_boot, seed, level) if found else (math.nan, "")
+        out[f"{gpu['id']}_predicted"], out[f"{gpu['id']}_predicted_source"] = prediction
     return out
 
 
@@ -201,6 +220,8 @@ def fill(manifest: Manifest, pool: Pool, n_boot: int = N_BOOT, seed: int = 0, le
             "hi": found.hi if ok else math.nan, "n": found.n if ok else 0, "ci": found.ci if ok else "",
             "note": note if ok else columns.why_empty(cell, pool, None, note),
         }
+        record["predicted"], record["predicted_source"] = predicted(cell, pool, n_boot, seed, level) if ok \
+            else (math.nan, "")
         compare = ok and cell.options["compare"] and cell.paper.value is not None
         record["delta"] = found.value - cell.paper.value if compare else math.nan
         tol = cell.options["tolerance"]

@@ -18,8 +18,8 @@ from specbench.analysis.columns import SHAPE_ONLY_MARK, gpu_columns
 from specbench.analysis.manifest import Manifest, fill
 
 UNITS = {"speedup": "×", "added_speedup": "×", "predicted_speedup": "×"}
-DECIMALS = {"tok_s": 1, "drafter_prefill_ms": 1, "draft_ms_per_step": 1, "draft_ms_per_len": 1, "accuracy": 1,
-            "accuracy_change": 1}
+DECIMALS = {"tok_s": 1, "tok_s_eq1": 1, "drafter_prefill_ms": 1, "draft_ms_per_step": 1, "draft_ms_per_len": 1,
+            "accuracy": 1, "accuracy_change": 1}
 
 
 def number(value: float, kind: str, signed: bool = False) -> str:
@@ -29,8 +29,9 @@ def number(value: float, kind: str, signed: bool = False) -> str:
 
 
 def ours(cell: pd.Series, column: str = "value") -> str:
-    """``1.07 ± 0.03×`` (half the interval), or ``not run``; ``column`` names a GPU column's value instead of the
-    paper column's."""
+    """``1.07 ± 0.03×`` (half the interval), then Eq. (1)'s prediction and its source where the cell has one
+    (``1.07 ± 0.03× (Eq. (1) 1.12× from probes)``), or ``not run``; ``column`` names a GPU column's value instead
+    of the paper column's."""
     value = cell[column] if column in cell.index else math.nan
     if not math.isfinite(value):
         return "not run"
@@ -39,7 +40,12 @@ def ours(cell: pd.Series, column: str = "value") -> str:
     text = number(value, cell.kind)
     if math.isfinite(spread):
         text += f" ± {number(spread, cell.kind)}"
-    return text + UNITS.get(cell.kind, "")
+    text += UNITS.get(cell.kind, "")
+    key = "predicted" if column == "value" else f"{column}_predicted"
+    prediction = cell.get(key, math.nan)
+    if math.isfinite(prediction):
+        text += f" (Eq. (1) {number(prediction, cell.kind)}{UNITS.get(cell.kind, '')} from {cell[f'{key}_source']})"
+    return text
 
 
 def on_gpu(cell: pd.Series, gpu: dict) -> str:
@@ -173,9 +179,9 @@ RUN_VIEW = [("run", None), ("model", "model.source"), ("weights", "weights"), ("
             ("drafter", "drafter"), ("dataset", "dataset.name"), ("T", "runtime.temperature"), ("device", None),
             ("n", "n_questions"), ("acceptance", "acceptance_source")]
 REPLAYED = ("tau", "alpha")  # statistics a replayed run imposes instead of measuring: shown without an interval
-RUN_STATS = [("tok/s", "tok_s"), ("tok/s e2e", "tok_s_e2e"), ("τ", "tau"), ("α", "alpha"),
-             ("speedup", "speedup"), ("speedup e2e", "speedup_e2e"), ("speedup vs 16-bit", "speedup16"),
-             ("Eq. (1)", "predicted_speedup"), ("T_v/T_t", "tv_over_tt")]
+RUN_STATS = [("tok/s", "tok_s"), ("tok/s Eq. (1)", "tok_s_eq1"), ("tok/s e2e", "tok_s_e2e"), ("τ", "tau"),
+             ("α", "alpha"), ("speedup", "speedup"), ("speedup e2e", "speedup_e2e"),
+             ("speedup vs 16-bit", "speedup16"), ("Eq. (1)", "predicted_speedup"), ("T_v/T_t", "tv_over_tt")]
 
 
 def runs_markdown(stats: pd.DataFrame) -> str:
@@ -203,9 +209,10 @@ def runs_markdown(stats: pd.DataFrame) -> str:
         lines.append([*ident, *values])
     header = [name for name, _ in RUN_VIEW] + [name for name, _ in RUN_STATS]
     return ("# Every run found\n\nValue [95% bootstrap CI over questions]; speedups over the same-precision AR run "
-            "unless marked 16-bit; tok/s excludes prefill unless e2e; Eq. (1) from probes or step timings "
-            "(column eq1_source of runs.csv). weights: real or shape_only (random weights of the real shapes); "
-            "acceptance: real, or replay with the source of the imposed τ, whose τ and α are inputs (no interval)."
+            "unless marked 16-bit; tok/s excludes prefill unless e2e; Eq. (1) (predicted speedup and tok/s) from "
+            "probes or step timings (column eq1_source of runs.csv). weights: real or shape_only (random weights of "
+            "the real shapes); acceptance: real, or replay with the source of the imposed τ, whose τ and α are inputs "
+            "(no interval)."
             "\n\n" + markdown(header, lines))
 
 

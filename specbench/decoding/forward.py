@@ -1,7 +1,9 @@
 """Runs a model forward over the static cache, eagerly or by replaying a CUDA graph per token-count bucket.
 
-A forward of ``n`` tokens is padded to the smallest bucket >= n. Padding rows write to scratch slots at the
-end of the cache (never part of a sequence) and attend only themselves, so they change nothing real.
+A forward of ``n`` tokens is padded to the smallest bucket >= n: 1, 2, 4, 8, then every 8 up to 128, plus any
+exact size added with ``add_bucket`` (a drafter's verify size), so T_v(n) is timed at n or at most 7 rows above
+it. A bucket's graph is captured the first time a forward of its size runs. Padding rows write to scratch slots
+at the end of the cache (never part of a sequence) and attend only themselves, so they change nothing real.
 With ``compile=True`` the forward is compiled by ``torch.compile`` once per shape (Inductor fuses the norms,
 RoPE and the other small kernels) and the compiled forward is what each bucket's CUDA graph captures; without
 graphs every new token count compiles again, so use it with graphs.
@@ -17,7 +19,7 @@ import torch
 from specbench.decoding.graphs import GraphedCall
 from specbench.model.transformer import Transformer
 
-DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128)
+DEFAULT_BUCKETS = (1, 2, 4, *range(8, 129, 8))
 
 
 class ForwardRunner:
@@ -37,11 +39,24 @@ class ForwardRunner:
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
         self.compiled, self.compile_mode = compile, compile_mode
-        if compile:  # one specialisation per (bucket, layers, features) key, all on this one function
-            torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
+        if compile:
+            self._raise_recompile_limit()
             self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
         else:
             self._step = self._forward
+
+    def _raise_recompile_limit(self) -> None:
+        """One specialisation per (bucket, layers, features) key, all on the one compiled function."""
+        torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 4 * len(self.buckets))
+
+    def add_bucket(self, n: int) -> None:
+        """Run forwards of exactly ``n`` tokens at ``n`` (no padding): a drafter's fixed verify size."""
+        if not 1 <= n <= self.scratch:
+            raise ValueError(f"a bucket of {n} tokens is outside 1…{self.scratch}")
+        if n not in self.buckets:
+            self.buckets = tuple(sorted((*self.buckets, n)))
+            if self.compiled:
+                self._raise_recompile_limit()
 
     @property
     def total_slots(self) -> int:

@@ -55,6 +55,8 @@ class HierSpecDrafter(Drafter):
         super().__init__(ctx)
         check_same_vocab(ctx.target.model.config.vocab_size, session.model.config.vocab_size, "intermediate model")
         self.session, self.min_draft = session, min_draft
+        if inner_tree_size <= session.runner.scratch:  # the intermediate verifies trees of exactly this size
+            session.runner.add_bucket(inner_tree_size)
         self.inner = EagleDrafter(DraftContext(session, ctx.sampling, ctx.generator), head, topk, inner_depth,
                                   inner_tree_size)
 

@@ -91,5 +91,10 @@ def defaults(name: str) -> DrafterConf:
 
 
 def build_drafter(conf: DrafterConf, ctx: DraftContext, parts: Parts) -> Drafter:
-    """Build the drafter ``conf`` describes (already checked by ``drafter_conf``)."""
-    return DRAFTERS[conf.name].build(conf, ctx, parts)
+    """Build the drafter ``conf`` describes (already checked by ``drafter_conf``); the target's runner gets a
+    CUDA-graph bucket of exactly the drafter's verify size (``step_shape``), so its T_v(n) runs at n."""
+    drafter = DRAFTERS[conf.name].build(conf, ctx, parts)
+    shape = conf.step_shape()
+    if shape is not None and shape[0] <= ctx.target.runner.scratch:
+        ctx.target.runner.add_bucket(shape[0])
+    return drafter

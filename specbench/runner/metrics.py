@@ -6,12 +6,16 @@ Conventions (recorded in column names):
   them (Quasar).
 - ``tau`` = committed tokens per verify step, bonus included (AR = 1.00); ``alpha`` = accepted draft tokens /
   drafted tokens.
+- ``tokens_per_s_eq1`` is Eq. (1)'s predicted speed from the generation's own phase times (``analysis/eq1.py``),
+  beside the measured ``tokens_per_s_decode``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
+from specbench.analysis.eq1 import tokens_per_s
 from specbench.decoding.generate import Generation
 from specbench.decoding.phases import PHASES
 
@@ -24,6 +28,8 @@ def generation_row(gen: Generation) -> dict:
         for name, ms in phases.items():
             phase_totals[name] += ms
     total_s = gen.prefill_s + gen.decode_s
+    steps = gen.steps or math.nan
+    predicted = tokens_per_s(gen.tau, phase_totals["draft"] / steps, phase_totals["verify"] / steps)
     return {
         "prompt_tokens": gen.prompt_len,
         "new_tokens": len(gen.tokens),
@@ -39,6 +45,7 @@ def generation_row(gen: Generation) -> dict:
         "total_s": total_s,
         "tokens_per_s_decode": len(gen.tokens) / gen.decode_s if gen.decode_s > 0 else float("nan"),
         "tokens_per_s_e2e": len(gen.tokens) / total_s if total_s > 0 else float("nan"),
+        "tokens_per_s_eq1": predicted,
         **{f"{name}_ms": ms for name, ms in phase_totals.items()},
     }
 

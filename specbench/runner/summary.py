@@ -13,14 +13,15 @@ from pathlib import Path
 import pandas as pd
 
 N_BOOT = 1000
-VARIANTS = {"tok_s": ("tok_s", {}), "tok_s_e2e": ("tok_s", {"prefill": "included"}), "tau": ("tau", {}),
-            "speedup": ("speedup", {})}
+VARIANTS = {"tok_s": ("tok_s", {}), "tok_s_eq1": ("tok_s_eq1", {}), "tok_s_e2e": ("tok_s", {"prefill": "included"}),
+            "tau": ("tau", {}), "speedup": ("speedup", {})}
 CPU_NOTE = ("On a CPU a decoding step of a small model costs little more than the Python around it, so drafters "
             "that add steps can be slower than AR (speedup < 1); timings comparable with the papers need a GPU.")
 
 
 def summarize(folders: list[Path], n_boot: int = N_BOOT) -> pd.DataFrame:
-    """One row per run folder: drafter, its settings (label), tok/s, τ, speedup with ``_lo``/``_hi``, folder."""
+    """One row per run folder: drafter, its settings (label), tok/s (measured and Eq. (1)'s), τ, speedup with
+    ``_lo``/``_hi``, folder."""
     from specbench.analysis import cell_stats, load_results
     from specbench.analysis.labels import run_labels
 
@@ -54,9 +55,10 @@ def with_interval(row: pd.Series, key: str, digits: int) -> str:
 
 
 def lines(table: pd.DataFrame) -> tuple[list[str], list[list[str]]]:
-    header = ["method", "questions", "tok/s [95% CI]", "τ", "speedup [95% CI]"]
-    rows = [[r["method"], f"{int(r.get('n_questions', 0) or 0)}", with_interval(r, "tok_s", 1), f"{r.tau:.2f}",
-             with_interval(r, "speedup", 2)] for _, r in table.iterrows()]
+    header = ["method", "questions", "tok/s [95% CI]", "Eq. (1) tok/s", "τ", "speedup [95% CI]"]
+    rows = [[r["method"], f"{int(r.get('n_questions', 0) or 0)}", with_interval(r, "tok_s", 1),
+             with_interval(r, "tok_s_eq1", 1), f"{r.tau:.2f}", with_interval(r, "speedup", 2)]
+            for _, r in table.iterrows()]
     return header, rows
 
 
@@ -70,8 +72,9 @@ def print_summary(table: pd.DataFrame) -> None:
         print(title)
         print(pd.DataFrame(rows, columns=header).to_string(index=False))
     else:
-        out = Table(title=title, caption="tok/s: prefill excluded, mean over questions; speedup: over the "
-                                         "same-precision AR run, paired; 95% bootstrap intervals over questions")
+        out = Table(title=title, caption="tok/s: prefill excluded, mean over questions; Eq. (1) tok/s: predicted "
+                                         "from the phase times; speedup: over the same-precision AR run, paired; "
+                                         "95% bootstrap intervals over questions")
         for column in header:
             out.add_column(column, justify="left" if column == "method" else "right")
         for row in rows:

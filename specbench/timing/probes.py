@@ -1,4 +1,4 @@
-"""Isolated timings of the terms of Eq. (1) of arXiv 2505.22179 (the equation itself: ``analysis/eq1.py``).
+"""Isolated timings of the terms of Eq. (1) of arXiv 2505.22179 (the equation and its terms: ``analysis/eq1.py``).
 
 Eq. (1) (credited to MagicDec): ``T_sd / T_t = (d * T_d / T_t + T_v(n) / T_t) / tau``, so the predicted speedup
 is ``tau / (d * T_d / T_t + T_v(n) / T_t)``.
@@ -15,11 +15,12 @@ Probes (one row each, see ``COLUMNS``):
 
 Every probe first fills the model's KV cache to ``context`` tokens (a real prefill of random tokens: the values
 do not matter for timing), then calls the project's ``ForwardRunner`` ``replays`` times after ``warmup`` calls, so
-CUDA-graph replay is what is timed when the runner has graphs on. A forward of ``n`` tokens runs the graph of the
-smallest bucket >= n (column ``bucket``), exactly as decoding does. On a GPU the calls are queued back to back
-with a CUDA event between consecutive calls (the host stays ahead of the GPU, so each interval is the GPU time of
-one call); on a CPU each call is timed with ``perf_counter`` (a CPU forward is synchronous). Rows report the
-median, 10th and 90th percentile and mean in milliseconds.
+CUDA-graph replay is what is timed when the runner has graphs on. A T_v or T_d forward of ``n`` tokens runs a
+graph of exactly ``n`` rows (column ``bucket``), as a run's verify of its drafter's size does (the registry adds
+that size to the target's buckets); a prefill runs the smallest bucket >= its length. On a GPU the calls are
+queued back to back with a CUDA event between consecutive calls (the host stays ahead of the GPU, so each interval
+is the GPU time of one call); on a CPU each call is timed with ``perf_counter`` (a CPU forward is synchronous).
+Rows report the median, 10th and 90th percentile and mean in milliseconds.
 
 The native attention reads every slot of the static cache (``runtime.max_seq_len`` plus the runner's scratch slots),
 filled or not, so a forward's cost depends on the cache size (column ``cache_slots``), not on how much of it is
@@ -28,8 +29,8 @@ an attention kernel that reads only the filled length (SpecMQuant's); ``ProbeSet
 cache size instead, to reproduce a run's costs.
 
 The calls are timed by ``timer.time_calls``; the drafts verified are ``trees.eagle_like_tree`` / ``chain_draft``.
-``specbench.analysis.eq1`` recovers the same terms from a run's ``steps.parquet`` and sets Eq. (1)'s prediction
-next to the measured speedup.
+``specbench.analysis.eq1`` matches these rows to a run (its documented rule), recovers the same terms from a run's
+``steps.parquet`` and computes Eq. (1) from either.
 """
 
 from __future__ import annotations
@@ -161,8 +162,8 @@ class Prober:
             self.session.extend(self.ids[:context])
 
     def verify_inputs(self, draft: Draft) -> tuple[tuple[torch.Tensor, ...], int | None]:
-        """The runner inputs of ``session.verify(root, draft)`` after the current prefix, padded to their
-        CUDA-graph bucket once here (so each timed call is only the runner's copies and the replay)."""
+        """The runner inputs of ``session.verify(root, draft)`` after the current prefix, and the CUDA-graph
+        bucket they run at: exactly their size (``exact_bucket``), so each timed call is the copies and the replay."""
         start, n, dev = self.session.length, len(draft) + 1, self.device
         if start + n > self.runner.max_seq_len:
             raise ValueError(f"context {start} + {n} tokens exceed max_seq_len {self.runner.max_seq_len}")
@@ -170,11 +171,7 @@ class Prober:
         positions = torch.tensor([0] + draft.depths, device=dev) + start
         slots = torch.arange(start, start + n, device=dev)
         mask = tree_mask(start, draft.ancestors(dev), self.runner.total_slots)
-        bucket = self.runner.bucket(n) if self.runner.cuda_graphs else None
-        inputs = (ids, positions, slots, mask)
-        if bucket is not None and bucket != n:
-            inputs = self.runner.pad(bucket, *inputs)
-        return inputs, bucket
+        return (ids, positions, slots, mask), exact_bucket(self.runner, n)
 
     def _time(self, fn) -> Timing:
         s = self.settings
@@ -256,11 +253,8 @@ class HeadProber:
         mask[:, :context] = True
         mask[torch.arange(rows, device=dev), slots] = True
         features = torch.randn(rows, self.hidden, device=dev, generator=g).to(self.dtype)
-        inputs = (ids, positions, slots, mask[None, None], features)
-        bucket = self.runner.bucket(rows) if self.runner.cuda_graphs else None
-        if bucket is not None and bucket != rows:
-            inputs = self.runner.pad(bucket, *inputs)
-        ids, positions, slots, mask4, features = inputs
+        bucket = exact_bucket(self.runner, rows)
+        mask4 = mask[None, None]
         with torch.inference_mode():
             timing = time_calls(lambda: self.runner(ids, positions, slots, mask4, features=features), dev,
                                 replays=self.settings.replays, warmup=self.settings.warmup)
@@ -270,6 +264,14 @@ class HeadProber:
                 "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None),
                 "compiled": self.runner.compiled, "timer": timing.timer,
                 "cache_slots": self.runner.total_slots, **self.identity}
+
+
+def exact_bucket(runner, n: int) -> int | None:
+    """The graph bucket a probe of ``n`` rows runs at: ``n`` itself (added to the runner's buckets), or None when
+    the runner replays no graph for it (no CUDA graphs, or more rows than its largest bucket: eager)."""
+    if n <= runner.scratch:
+        runner.add_bucket(n)
+    return runner.bucket(n) if runner.cuda_graphs else None
 
 
 def run_probes(target, settings: ProbeSettings | None = None, *, head=None, draft_model=None,
@@ -328,29 +330,7 @@ def write_probes(frame: pd.DataFrame, path: str | Path) -> Path:
     return path
 
 
-def verify_ratios(frame: pd.DataFrame) -> pd.DataFrame:
-    """T_v(n)/T_t per (model, quant, backend, context, mask, n) from probe rows (medians)."""
-    keys = [k for k in ("model", "quant", "backend", "kernel", "context") if k in frame]
-    t_t = frame[frame.probe == "T_t"].set_index(keys)["median_ms"].rename("T_t_ms")
-    t_v = frame[frame.probe == "T_v"].join(t_t, on=keys)
-    t_v = t_v.assign(ratio=t_v.median_ms / t_v.T_t_ms)
-    return t_v[keys + ["mask", "n", "bucket", "median_ms", "T_t_ms", "ratio"]].reset_index(drop=True)
-
-
 def _free(model) -> None:
     if next(model.parameters()).device.type == "cuda":
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
-
-
-def summarize_probes(frame: pd.DataFrame) -> str:
-    """A Markdown table of probe medians (ms) with T_v(n)/T_t."""
-    lines = ["| model | quant | backend | probe | component | mask | context | n | bucket | median ms | p10 | p90 | "
-             "x T_t |", "|" + "---|" * 13]
-    t_t = {(r.model, r.quant, r.backend, r.context): r.median_ms for r in frame[frame.probe == "T_t"].itertuples()}
-    for r in frame.itertuples():
-        base = t_t.get((r.model, r.quant, r.backend, r.context))
-        ratio = f"{r.median_ms / base:.2f}" if base and r.probe in ("T_v", "T_t") else ""
-        lines.append(f"| {r.model} | {r.quant} | {r.backend} | {r.probe} | {r.component} | {r.mask} | {r.context} | "
-                     f"{r.n} | {r.bucket} | {r.median_ms:.3f} | {r.p10_ms:.3f} | {r.p90_ms:.3f} | {ratio} |")
-    return "\n".join(lines) + "\n"
