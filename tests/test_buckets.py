@@ -11,7 +11,7 @@ from specbench.engine import Engine
 from specbench.model import load_model
 from specbench.timing.probes import HeadProber, Prober, ProbeSettings
 
-ENGINE = Engine(EngineConf(cuda_graphs=False, fuse_projections=False, gemv=False), max_seq_len=256)
+ENGINE = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=256)
 
 
 def test_default_buckets_pad_by_at_most_seven_rows():
@@ -66,7 +66,7 @@ def test_probes_run_at_the_requested_n():
 def test_graphs_are_captured_lazily_per_used_bucket():
     from specbench.decoding.draft import Draft
 
-    engine = Engine(EngineConf(cuda_graphs=True, fuse_projections=False, gemv=False), device="cuda",
+    engine = Engine(EngineConf(cuda_graphs=True, gemv=False), device="cuda",
                     max_seq_len=256)
     session = engine.session(engine.model(ModelConf("tiny-target")))
     session.extend(list(range(20)))  # a 20-token prefill: bucket 24
