@@ -209,3 +209,26 @@ def test_the_paper_layers_are_used_when_the_config_names_none(tmp_path):
     del raw["eagle_aux_hidden_state_layer_ids"]
     (tmp_path / "head" / "config.json").write_text(json.dumps(raw))
     assert load_eagle3_head(str(tmp_path / "head"), load_model_from_hf(hf)).target_layers == (2, 4, 5)
+
+
+def test_a_drafter_built_later_on_the_same_target_leaves_eagle3_drafting_as_alone(tiny):
+    """Building another drafter resets the target's feature layers; the EAGLE-3 drafter's generation sets them back,
+    so it drafts exactly as on a target of its own (same accept lengths), and a plain drafter then gets them off."""
+    from specbench.decoding.generate import generate
+    from specbench.engine import Engine
+
+    _, _, path = tiny
+    engine = Engine(max_seq_len=96)
+    conf = {"name": "eagle3", "head": str(path / "head"), "topk": 3, "depth": 3, "tree_size": 8}
+    prompt = [5, 9, 17, 3, 44, 8, 21]
+    alone_target = engine.session(engine.model({"source": str(path / "target")}))
+    alone = generate(alone_target, engine.drafter(conf, alone_target), prompt, max_new_tokens=24)
+    target = engine.session(engine.model({"source": str(path / "target")}))
+    eagle3 = engine.drafter(conf, target)
+    plain = engine.drafter({"name": "none"}, target)
+    assert target.model.feature_layers == ()
+    drafted = generate(target, eagle3, prompt, max_new_tokens=24)
+    assert target.model.feature_layers == tuple(LAYERS)
+    assert drafted.tokens == alone.tokens and drafted.accept_lengths == alone.accept_lengths
+    assert generate(target, plain, prompt, max_new_tokens=24).tokens == alone.tokens
+    assert target.model.feature_layers == ()

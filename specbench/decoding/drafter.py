@@ -28,6 +28,7 @@ class Drafter(ABC):
     """Proposes a draft each step and keeps its own state (KV cache, features) in step with the target."""
 
     name = "base"
+    target_features: tuple[int, ...] = ()  # target layers whose inputs its forwards must also return (EAGLE-3)
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx

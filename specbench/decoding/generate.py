@@ -82,6 +82,7 @@ def generate(
 ) -> Generation:
     """Generate up to ``max_new_tokens`` after ``prompt``; ``acceptor`` replaces the acceptance rule (replay)."""
     timer = timer or PhaseTimer(target.device, enabled=False)
+    target.model.feature_layers = drafter.target_features  # another drafter built on this target may have reset it
     target.reset()
     drafter.reset()
     synchronize(target.device)

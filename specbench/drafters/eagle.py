@@ -57,6 +57,7 @@ class EagleDrafter(Drafter):
             raise ValueError(f"eagle.tree_size={tree_size} is outside what the verifier supports (2…{limit} "
                              "tokens including the root); lower eagle.tree_size")
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
+        self.target_features = head.target_layers
         ctx.target.model.feature_layers = head.target_layers  # what the target's forwards return for the head
         target_runner = ctx.target.runner
         self.runner = ForwardRunner(head, target_runner.max_seq_len + depth * topk,
