@@ -162,7 +162,7 @@ def test_auto_backend_is_reference_off_a_gpu_and_recorded():
     assert layer.info["backend"] == "reference" and layer.info["backend_choice"].startswith("auto")
     assert QuantLinear(qw, None, "reference", torch.float32).info["backend_choice"] == "given"
     assert kernel_table.backend_order("h200", "w4a16")[0][0] == "triton"
-    assert kernel_table.backend_order(None, "w8a8_int8") == (("gemlite",), "default order")
+    assert kernel_table.backend_order(None, "w8a8_int8") == (("triton", "gemlite"), "default order")
 
 
 class OnH200(QuantizedWeight):
@@ -177,6 +177,8 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
     qw = quantize_rtn(torch.randn(32, 256), get_scheme("w4a16"), 128)
     name, how = resolve("auto", OnH200(**qw.__dict__), torch.bfloat16)
     assert name == "triton" and how == "auto (table h200, h200)"
-    int8 = quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8"))
-    with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of gemlite can run w8a8_int8"):
-        resolve("auto", OnH200(**int8.__dict__), torch.bfloat16)
+    int8 = OnH200(**quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8")).__dict__)
+    assert resolve("auto", int8, torch.bfloat16) == ("triton", "auto (table h200, h200)")
+    monkeypatch.setattr(BACKENDS["triton"], "package", "a_package_that_is_not_installed")
+    with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of triton, gemlite can run w8a8_int8"):
+        resolve("auto", int8, torch.bfloat16)

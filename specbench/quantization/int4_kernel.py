@@ -27,11 +27,15 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from specbench.quantization import splitk
+
 try:
     import triton
     import triton.language as tl
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
+else:
+    from specbench.quantization.splitk import store_tile
 
 DTYPES = (torch.bfloat16, torch.float16)
 
@@ -178,26 +182,12 @@ if triton is not None:
             if DEQ == 2 and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
-        out_mask = row_ok[:, None] & col_ok[None, :]
-        if not SPLIT_K:
-            tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], acc.to(y_ptr.dtype.element_ty), mask=out_mask)
-        else:
-            tile = pid_m * tl.num_programs(0) + pid_n
-            part = part_ptr + rows[:, None] * N + cols[None, :]
-            tl.store(part + pid_k * M * N, acc, mask=out_mask)
-            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-            if done == split - 1:  # the last program of this tile sums the partials
-                total = tl.zeros((BM, BN), dtype=tl.float32)
-                for i in range(split):
-                    total += tl.load(part + i * M * N, mask=out_mask, other=0.0, cache_modifier=".cg")
-                tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], total.to(y_ptr.dtype.element_ty),
-                         mask=out_mask)
-                tl.atomic_xchg(count_ptr + tile, 0)
+        store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
 
 
 def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
     """Counter slots a split-K launch uses: one per output tile."""
-    return triton.cdiv(n, cfg.BN) * triton.cdiv(m, 1 if cfg.path == "gemv" else cfg.BM)
+    return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.path == "gemv" else cfg.BM)
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
@@ -209,12 +199,9 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     if cfg.path == "gemv" and m != 1:
         raise ValueError(f"the gemv path takes one row, not M={m}")
     bm = 1 if cfg.path == "gemv" else cfg.BM
-    y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     if m == 0:
-        return y
-    part = torch.empty(cfg.split, m, n, dtype=torch.float32, device=x.device) if cfg.split > 1 else y
-    if cfg.split > 1 and counters.numel() < counters_needed(n, m, cfg):
-        raise ValueError(f"{counters.numel()} split-K counters, {counters_needed(n, m, cfg)} needed")
+        return torch.empty(m, n, dtype=x.dtype, device=x.device)
+    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),

@@ -109,5 +109,5 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     return backend.build(qw, dtype)
 
 
-for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4"):
+for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton"):
     importlib.import_module(f"specbench.quantization.backends.{_module}")

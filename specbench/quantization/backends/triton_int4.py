@@ -8,7 +8,6 @@ import torch
 from torch import nn
 
 from specbench.quantization import kernel_table
-from specbench.quantization.backends import Backend, register
 from specbench.quantization.formats import pack_int32
 from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape, counters_needed, launch
 from specbench.quantization.qweight import QuantizedWeight
@@ -67,11 +66,8 @@ class Int4Triton(nn.Module):
         return w4a16_mm(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group, config)
 
 
-@register
-class TritonInt4(Backend):
-    name = "triton"
-    schemes = ("w4a16",)
-    package, extra = "triton", "gpu"
+class TritonInt4:
+    """The ``triton`` backend's w4a16 half (``backends.triton`` dispatches to it)."""
 
     def limits(self, qw, dtype):
         n, k = qw.shape

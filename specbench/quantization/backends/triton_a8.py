@@ -1,0 +1,109 @@
+"""specbench's own Triton kernels for int8 activations (``int8_kernel``): w8a8_int8 and w4a8, configs from the table.
+
+The module's forward quantizes the activations per token (``act_quant_kernel``) and runs the GEMM: two launches.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+from torch import nn
+
+from specbench.quantization import kernel_table
+from specbench.quantization.act_quant_kernel import quantize_per_token
+from specbench.quantization.int8_kernel import A8Config, counters_needed, launch
+from specbench.quantization.qweight import QuantizedWeight
+
+PATHS = ("gemv", "dot")
+DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """(codes int8 [N, K] or two nibbles per byte uint8 [N, K/2], channel scales float32 [N], group scales
+    float32 [G, N] or None) in the kernel's layout."""
+    n, k = qw.shape
+    if qw.scheme.bits == 8:
+        weight = qw.codes.contiguous()
+    else:
+        u = (qw.codes.to(torch.int16) + 8).to(torch.uint8)
+        weight = (u[:, 0::2] | (u[:, 1::2] << 4)).contiguous()
+    chan = torch.ones(n, device=qw.device) if qw.channel_scale is None else qw.channel_scale.float()
+    if qw.group_size == k:
+        return weight, (qw.scales[:, 0].float() * chan).contiguous(), None
+    return weight, chan.contiguous(), qw.scales.t().float().contiguous()
+
+
+@torch.library.custom_op("specbench::a8_mm", mutates_args=("counters",))
+def a8_mm(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: Optional[torch.Tensor], counters: torch.Tensor,
+          bits: int, group: int, config: list[int]) -> torch.Tensor:
+    """``x @ W.T`` with ``x`` quantized per token to int8; ``config`` = (path index, BN, BK, split, BM, warps, stages)."""
+    path, *sizes = config
+    xq, sx = quantize_per_token(x)
+    return launch(xq, sx, weight, ws, gs, counters, bits, group, A8Config(PATHS[path], *sizes), x.dtype)
+
+
+@a8_mm.register_fake
+def _(x, weight, ws, gs, counters, bits, group, config):
+    return x.new_empty(x.shape[0], weight.shape[0])
+
+
+class A8Triton(nn.Module):
+    def __init__(self, qw: QuantizedWeight, gpu: str | None):
+        super().__init__()
+        self.n, self.k = qw.shape
+        self.scheme, self.bits, self.gpu = qw.scheme.name, qw.scheme.bits, gpu
+        self.group = qw.group_size
+        weight, ws, gs = pack(qw)
+        self.register_buffer("weight", weight)
+        self.register_buffer("ws", ws)
+        self.register_buffer("gs", gs)
+        worst = max(counters_needed(self.n, kernel_table.MAX_SPLIT_M, A8Config("dot", 16, 32, 2)),
+                    counters_needed(self.n, 1, A8Config("gemv", 16, 32, 2)))
+        self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=qw.device))
+        self._chosen: dict[int, tuple[list[int], str]] = {}
+
+    def config(self, m: int) -> tuple[list[int], str]:
+        """The launch config for M rows (cached per M) and where it came from."""
+        if m not in self._chosen:
+            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme)
+            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
+                raise ValueError(f"config {cfg} has blocks under 16")
+            d = cfg.as_dict()
+            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
+        return self._chosen[m]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        config, _ = self.config(x.shape[0])
+        return a8_mm(x.contiguous(), self.weight, self.ws, self.gs, self.counters, self.bits, self.group, config)
+
+
+class TritonA8:
+    """The ``triton`` backend's w8a8_int8 / w4a8 half (``backends.triton`` dispatches to it)."""
+
+    schemes = ("w8a8_int8", "w4a8")
+
+    def limits(self, qw, dtype):
+        n, k = qw.shape
+        if dtype not in DTYPES:
+            return f"the Triton int8-activation kernels take bf16/fp16/fp32 activations, not {dtype}"
+        if qw.zeros is not None:
+            return "the Triton int8-activation kernels take symmetric weights only (no zero points)"
+        if qw.codes.dtype != torch.int8:
+            return f"the Triton int8-activation kernels take int8 codes, not {qw.codes.dtype}"
+        probe = kernel_table.heuristic_a8(n, k, qw.group_size, 1, qw.scheme.bits)
+        return kernel_table.kernel_of(qw.scheme.name)[1](n, k, qw.group_size, probe)
+
+    def build(self, qw, dtype):
+        return A8Triton(qw, kernel_table.gpu_key(qw.device))
+
+    def describe(self, qw):
+        n, k = qw.shape
+        gpu = kernel_table.gpu_key(qw.device)
+        tuned = kernel_table.shape_key(n, k, qw.group_size, qw.scheme.name) in kernel_table.load(gpu).get("entries", {})
+        weights = "int8 [N, K]" if qw.scheme.bits == 8 else "int4 [N, K/2] uint8 (2 per byte, unsigned)"
+        groups = "" if qw.group_size == k else ", group scales [G, N]"
+        return {"kernel": f"specbench Triton {qw.scheme.name} (per-token int8 act quant + int32 gemv M=1 / "
+                          "int8 tl.dot, split-K)",
+                "packing": f"{weights}, fp32 channel scales{groups}",
+                "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}
