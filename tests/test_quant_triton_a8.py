@@ -168,3 +168,17 @@ def test_a8_table_keys_and_heuristics():
     assert big.split == 1
     assert kernel_table.backend_order(None, "w8a8_int8")[0][0] == "triton"
     assert kernel_table.backend_order(None, "w4a8")[0][0] == "triton"
+
+
+def test_tune_candidates_fit_every_shipped_shape():
+    from specbench.quantization.tune import KERNELS, model_shapes
+
+    for model in ("llama-3-8b", "llama-3-70b"):
+        for _, k, n in model_shapes(model)[0]:
+            for scheme, group in (("w8a8_int8", k), ("w4a8", k), ("w4a8", 128)):
+                bits = get_scheme(scheme).bits
+                for m in (1, 16, 64):
+                    cands = KERNELS[scheme].candidates(n, k, group, m)
+                    assert cands[0] == kernel_table.heuristic_a8(n, k, group, m, bits) and len(cands) >= 8
+                    assert all(check_shape(n, k, group, bits, c) is None for c in cands), (scheme, n, k, m)
+                    assert {c.path for c in cands} == ({"gemv", "dot"} if m == 1 else {"dot"})
