@@ -59,6 +59,8 @@ INTERPRETED = textwrap.dedent("""
             assert torch.equal(q.float(), torch.round(xf / s_ref[:, None]).clamp(-127, 127)), (m, k, block, dtype)
             assert torch.equal(q.float() * s[:, None], fake_quant_act(xf, "int8")), (m, k, block, dtype)
             assert q[0, :6].tolist() == [2, 0, 2, 0, 4, 127] and (m == 1 or not q[1].any())
+            q_eo, s_eo = quantize_per_token(x.to(dtype), block, even_odd=True)  # the 4-bit gemv's order
+            assert torch.equal(q_eo, torch.cat([q[:, 0::2], q[:, 1::2]], 1)) and torch.equal(s_eo, s)
 
     def run(qw, m, dtype, cfg=None, seed=0):
         gen = torch.Generator().manual_seed(seed)
@@ -85,7 +87,7 @@ INTERPRETED = textwrap.dedent("""
         ("w4a8 ch", 1, C("gemv", 32, 256, split=2)), ("w4a8 ch", 3, C("dot", 16, 64, split=2)), ("w4a8 ch", 17, None),
         ("w4a8 g128", 1, C("gemv", 16, 64, split=2)), ("w4a8 g128", 1, None), ("w4a8 g128", 3, C("dot", 32, 128)),
         ("w4a8 g128", 17, C("dot", 16, 64, split=4, BM=32)),
-        ("w4a8 g64 float", 1, C("gemv", 64, 32, split=2)), ("w4a8 g64 float", 17, C("dot", 16, 32, split=2)),
+        ("w4a8 g64 float", 1, C("gemv", 64, 32, split=2)), ("w4a8 g64 float", 17, C("dot", 16, 64, split=2)),
     ]
     for name, m, cfg in cases:
         qw = weights[name]
@@ -147,6 +149,7 @@ def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert "split into 3 parts" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=3))
     assert "must divide the group size 128" in check_shape(64, 1024, 128, 4, A8Config("gemv", 32, 256))
     assert "BK >= 32" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 16))
+    assert "BK >= 64 (4 bits: two dots" in check_shape(64, 1024, 1024, 4, A8Config("dot", 32, 32))
     assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 128, split=2)) is None
     triton = BACKENDS["triton"]
     assert "fp8" not in triton.schemes and {"w4a16", "w8a8_int8", "w4a8"} <= set(triton.schemes)

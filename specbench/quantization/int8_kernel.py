@@ -1,19 +1,23 @@
 """specbench's Triton kernels for int8 activations: W8A8 int8 and W4A8, ``y = x_q @ W_q.T * s_x[m] * s_w[n]``.
 
-Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token``. Weights, K-contiguous
+Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs both). Weights, K-contiguous
 per output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K]; 4-bit codes uint8 [N, K/2], input
-2i in the low nibble and 2i + 1 in the high one, unsigned (code + 8). ``ws`` float32 [N] is the per-channel scale
-(the QQQ channel scale for grouped 4-bit weights); grouped 4-bit weights add group scales ``gs`` float32 [G, N]
-(QQQ's integers in [1, 16], or any float).
+2i in the low nibble and 2i + 1 in the high one, two's complement. ``ws`` float32 [N] is the per-channel scale
+(the QQQ channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs``
+[G, N] (QQQ's integers in [1, 16] as float16, other scales as float32).
 
-Products are exact int8 x int8 sums in int32; the unsigned nibbles' offset comes off as ``8 * sum(x_q)``. Per-channel
-weights accumulate int32 over all of K and scale once; grouped ones scale each BK tile's int32 partial by its group
-scale (BK divides the group) into a float32 accumulator. Two paths (``A8Config.path``):
+Products are exact int8 x int8 sums in int32, with each 4-bit code moved to the top of a byte (16 x code, so a
+nibble costs one shift or mask and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of
+K and scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a
+float32 accumulator. Two paths (``A8Config.path``):
 - ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (4-bit words split into their
-  low and high nibbles, matched with the even and odd activation bytes) into a [BN, words] int32 accumulator,
+  low and high nibbles, matched with words of the even and odd activations: ``even_odd`` order) into a [BN, words]
+  int32 accumulator,
   scaled once per group and reduced once at the end;
 - ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
-  (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores).
+  (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
+  the low nibbles [BN, BK/2] against the even activations and the high ones against the odd (even-odd order),
+  each nibble moved to its byte's top by one 32-bit op per four bytes.
 Both split K with ``splitk.store_tile``.
 """
 
@@ -25,6 +29,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from specbench.quantization import splitk
+from specbench.quantization.act_quant_kernel import quantize_per_token
 
 try:
     import triton
@@ -62,8 +67,9 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
         return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
     if group != k and group % cfg.BK:
         return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
-    if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
-        return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
+    if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK * bits < 256):
+        return (f"tl.dot on int8 needs BM, BN >= 16 and BK >= {256 // bits} (4 bits: two dots of BK/2; got BM={cfg.BM}, "
+                f"BN={cfg.BN}, BK={cfg.BK})")
     if cfg.path == "gemv" and cfg.BK * bits < 32:
         return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
     return None
@@ -83,12 +89,32 @@ if triton is not None:
                 c += ((a << (24 - 8 * i)) >> 24) * ((b << (24 - 8 * i)) >> 24)
             return c
 
+    HIGH_NIBBLES = tl.constexpr(-252645136)  # 0xF0F0F0F0 as int32
+
     @triton.jit
-    def _even_odd_bytes(w0, w1):
-        """Bytes (0, 2) of ``w0`` then (0, 2) of ``w1`` as one int32, and bytes (1, 3) likewise."""
-        even = (w0 & 0xFF) | ((w0 >> 8) & 0xFF00) | ((w1 << 16) & 0xFF0000) | ((w1 << 8) & -16777216)
-        odd = ((w0 >> 8) & 0xFF) | ((w0 >> 16) & 0xFF00) | ((w1 << 8) & 0xFF0000) | (w1 & -16777216)
-        return even, odd
+    def _top_nibbles(b, LOW: tl.constexpr, ASM: tl.constexpr):
+        """uint8 ``b`` -> int8 16 x its low (``LOW``) or high nibble as a signed code, four bytes per 32-bit op."""
+        if ASM and LOW:
+            return tl.inline_asm_elementwise("{ .reg .b32 t; shl.b32 t, $1, 4; and.b32 $0, t, 0xF0F0F0F0; }", "=r,r",
+                                             [b], dtype=tl.int8, is_pure=True, pack=4)
+        elif ASM:
+            return tl.inline_asm_elementwise("and.b32 $0, $1, 0xF0F0F0F0;", "=r,r", [b], dtype=tl.int8, is_pure=True,
+                                             pack=4)
+        else:
+            return ((b << 4) & 0xF0 if LOW else b & 0xF0).to(tl.int8, bitcast=True)
+
+    @triton.jit
+    def _gemv_tiles(w_rows, x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
+        """The weight words and activation words (4 bits: the even and the odd ones) of the tile at input k0;
+        nothing is read past ``k_end`` or N (what is masked off is never used, so it is not zeroed)."""
+        ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]  # tensor & tensor: bool in the interpreter
+        w = tl.load(w_rows + k0 * BITS // 32, mask=ok, eviction_policy="evict_first")
+        xa = tl.load(x_rows + k0 * BITS // 32, mask=ok)
+        if BITS == 8:
+            xb = xa
+        else:
+            xb = tl.load(x_rows + K // 8 + k0 // 8, mask=ok)
+        return w, xa, xb
 
     @triton.jit(do_not_specialize=["M"])
     def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
@@ -101,66 +127,60 @@ if triton is not None:
         row_ok = rows < M
         k_len = K // tl.num_programs(2)
         k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: each split is whole BK tiles
-        if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4]
+        k_end = k_begin + k_len
+        if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4] (4 bits: even-odd order)
             W: tl.constexpr = BK * BITS // 32
             j = tl.arange(0, W)
             w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + j[None, :]
+            x_rows = xq_ptr + j[None, :] + 0 * cols[:, None]  # loaded per weight row (cached): the tile's layout
             acc = tl.zeros((BN, W), dtype=tl.int32)
             accf = tl.zeros((BN, W), dtype=tl.float32)
-            xtot = tl.zeros((W,), dtype=tl.int32)
-        else:  # bytes: weights [N, K * BITS / 8], activations [M, K]
-            KB: tl.constexpr = BK * BITS // 8
-            w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
-            acc = tl.zeros((BN, BM), dtype=tl.int32)
-            accf = tl.zeros((BN, BM), dtype=tl.float32)
-            xtot = tl.zeros((BM,), dtype=tl.int32)
-        for k0 in range(k_begin, k_begin + k_len, BK):
-            if GEMV:
-                w = tl.load(w_rows + k0 * BITS // 32, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+            w_next, xa_next, xb_next = _gemv_tiles(w_rows, x_rows, k_begin, k_end, col_ok, K, BITS)
+            for k0 in range(k_begin, k_end, BK):  # the next tile's loads are issued before this one's products
+                w, xa, xb = w_next, xa_next, xb_next
+                w_next, xa_next, xb_next = _gemv_tiles(w_rows, x_rows, k0 + BK, k_end, col_ok, K, BITS)
+                part = acc if CHANNEL else tl.zeros_like(acc)
                 if BITS == 8:
-                    xw = tl.broadcast_to(tl.load(xq_ptr + k0 // 4 + j)[None, :], (BN, W))
-                    xs = tl.zeros((W,), dtype=tl.int32)  # signed codes: no offset
-                    part = _dp4a(w, xw, acc if CHANNEL else tl.zeros_like(acc), ASM)
-                else:  # word j holds inputs 8j + (0, 2, 4, 6) in its low nibbles, 8j + (1, 3, 5, 7) in the high
-                    x0, x1 = tl.split(tl.reshape(tl.load(xq_ptr + k0 // 4 + tl.arange(0, 2 * W)), (W, 2)))
-                    xe, xo = _even_odd_bytes(x0, x1)
-                    ones = tl.full((W,), 0x01010101, tl.int32)
-                    xs = _dp4a(xe, ones, _dp4a(xo, ones, tl.zeros_like(xe), ASM), ASM)
-                    xe, xo = tl.broadcast_to(xe[None, :], (BN, W)), tl.broadcast_to(xo[None, :], (BN, W))
-                    part = _dp4a(w & 0x0F0F0F0F, xe, acc if CHANNEL else tl.zeros_like(acc), ASM)
-                    part = _dp4a((w >> 4) & 0x0F0F0F0F, xo, part, ASM)
+                    part = _dp4a(w, xa, part, ASM)
+                else:  # word j: inputs 8j + (0, 2, 4, 6) in its low nibbles against the even activations' word,
+                    # 8j + (1, 3, 5, 7) in the high ones against the odd; each nibble moved to its byte's top (x 16)
+                    part = _dp4a((w << 4) & HIGH_NIBBLES, xa, part, ASM)
+                    part = _dp4a(w & HIGH_NIBBLES, xb, part, ASM)
                 if CHANNEL:
                     acc = part
-                    xtot += xs
                 else:
-                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0)
-                    accf += g[:, None] * (part - 8 * xs[None, :]).to(tl.float32)
-            else:
-                b = tl.load(w_rows + k0 * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
-                x = tl.load(xq_ptr + rows[:, None].to(tl.int64) * K + (k0 + tl.arange(0, BK))[None, :],
-                            mask=row_ok[:, None], other=0)
-                if BITS == 8:
-                    w = b
-                    xs = tl.zeros((BM,), dtype=tl.int32)  # signed codes: no offset
-                else:  # byte i holds inputs 2i (low nibble) and 2i + 1 (high)
-                    w = tl.interleave(b & 0xF, b >> 4).to(tl.int8)
-                    xs = tl.sum(x.to(tl.int32), axis=1)
-                if CHANNEL:
-                    acc = tl.dot(w, tl.trans(x), acc, out_dtype=tl.int32)
-                    xtot += xs
-                else:
-                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0)
-                    part = tl.dot(w, tl.trans(x), out_dtype=tl.int32) - 8 * xs[None, :]
+                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
                     accf += g[:, None] * part.to(tl.float32)
-        if CHANNEL:  # unsigned 4-bit codes: take off 8 * sum(x); xtot is 0 for 8 bits
-            accf = (acc - 8 * xtot[None, :]).to(tl.float32)
+            if CHANNEL:
+                accf = acc.to(tl.float32)
+            out = tl.sum(accf, axis=1)[None, :]
+        else:  # bytes: weights [N, K * BITS / 8], activations [M, K] (4 bits: even-odd order)
+            KB: tl.constexpr = BK * BITS // 8
+            w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
+            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, KB)[None, :]
+            acc = tl.zeros((BN, BM), dtype=tl.int32)
+            accf = tl.zeros((BN, BM), dtype=tl.float32)
+            for k0 in range(k_begin, k_end, BK):
+                b = tl.load(w_rows + k0 * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+                xa = tl.load(x_rows + k0 * BITS // 8, mask=row_ok[:, None], other=0)
+                part = acc if CHANNEL else tl.zeros_like(acc)
+                if BITS == 8:
+                    part = tl.dot(b, tl.trans(xa), part, out_dtype=tl.int32)
+                else:  # byte i: inputs 2i (low nibble) against the even activations, 2i + 1 (high) the odd
+                    xb = tl.load(x_rows + K // 2 + k0 // 2, mask=row_ok[:, None], other=0)
+                    part = tl.dot(_top_nibbles(b, True, ASM), tl.trans(xa), part, out_dtype=tl.int32)
+                    part = tl.dot(_top_nibbles(b, False, ASM), tl.trans(xb), part, out_dtype=tl.int32)
+                if CHANNEL:
+                    acc = part
+                else:
+                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+                    accf += g[:, None] * part.to(tl.float32)
+            if CHANNEL:
+                accf = acc.to(tl.float32)
+            out = tl.trans(accf)
         ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
         sx = tl.load(sx_ptr + rows, mask=row_ok, other=0.0)
-        if GEMV:
-            out = sx[:, None] * (tl.sum(accf, axis=1) * ws)[None, :]
-        else:
-            out = tl.trans(accf * ws[:, None]) * sx[:, None]
-        store_tile(out, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
+        store_tile(out * ws[None, :] * sx[:, None], y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
 
 
 def counters_needed(n: int, m: int, cfg: A8Config) -> int:
@@ -168,10 +188,18 @@ def counters_needed(n: int, m: int, cfg: A8Config) -> int:
     return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.path == "gemv" else cfg.BM)
 
 
+def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None, counters: torch.Tensor,
+           bits: int, group: int, cfg: A8Config) -> torch.Tensor:
+    """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype``."""
+    xq, sx = quantize_per_token(x, even_odd=bits == 4)
+    return launch(xq, sx, weight, ws, gs, counters, bits, group, cfg, x.dtype)
+
+
 def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None,
            counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype) -> torch.Tensor:
-    """``xq`` [M, K] int8 with per-row scales ``sx`` times the packed [N, K] weight -> [M, N] in ``dtype``;
-    ``counters`` int32 zeros (>= the ``counters_needed`` slots when ``cfg.split`` > 1) are left zero again."""
+    """``xq`` [M, K] int8 (even-odd order for 4-bit weights) with per-row scales ``sx`` times the packed [N, K]
+    weight -> [M, N] in ``dtype``; ``counters`` int32 zeros (>= the ``counters_needed`` slots when ``cfg.split`` > 1)
+    are left zero again."""
     m, k = xq.shape
     n = weight.shape[0]
     if cfg.path == "gemv" and m != 1:

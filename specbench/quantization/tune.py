@@ -87,7 +87,9 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
             for bm, bn, bk, st in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
     fitting = [c for c in dict.fromkeys(out) if int8_kernel.check_shape(n, k, group, bits, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
-    return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= 8 * 132]
+    # gemv: at most 32 weight words per thread (two tiles in flight and the accumulator must stay in registers)
+    small = lambda c: c.path == "dot" or c.BN * c.BK * bits // 32 <= 32 * 32 * c.warps  # noqa: E731
+    return [c for i, c in enumerate(fitting) if i == 0 or (66 <= tiles(c) * c.split <= 8 * 132 and small(c))]
 
 
 def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
@@ -195,7 +197,7 @@ class A8:
         out = []
         for mm in {m, max(1, m - 1)} if cfg.path == "dot" else {1}:
             x = torch.randn(mm, k, device="cuda", dtype=torch.bfloat16, generator=gen)
-            y = self.launch(cfg, quantize_per_token(x), packed, group, counters).float()
+            y = int8_kernel.matmul(x, *packed, counters, self.bits, group, cfg).float()
             ref = fake_quant_act(x.float(), "int8") @ dense.t()
             out.append(((y - ref).norm() / ref.norm()).item())
         return out

@@ -11,8 +11,7 @@ import torch
 from torch import nn
 
 from specbench.quantization import kernel_table
-from specbench.quantization.act_quant_kernel import quantize_per_token
-from specbench.quantization.int8_kernel import A8Config, counters_needed, launch
+from specbench.quantization.int8_kernel import A8Config, counters_needed, matmul
 from specbench.quantization.qweight import QuantizedWeight
 
 PATHS = ("gemv", "dot")
@@ -20,18 +19,22 @@ DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(codes int8 [N, K] or two nibbles per byte uint8 [N, K/2], channel scales float32 [N], group scales
-    float32 [G, N] or None) in the kernel's layout."""
+    """(codes int8 [N, K] or two 4-bit codes per byte uint8 [N, K/2], channel scales float32 [N] (/ 16 for 4 bits),
+    group scales [G, N] or None: float16 when that is exact, e.g. QQQ's integers, else float32) in the kernel's
+    layout."""
     n, k = qw.shape
+    chan = torch.ones(n, device=qw.device) if qw.channel_scale is None else qw.channel_scale.float()
     if qw.scheme.bits == 8:
         weight = qw.codes.contiguous()
     else:
-        u = (qw.codes.to(torch.int16) + 8).to(torch.uint8)
+        u = (qw.codes.to(torch.int16) & 0xF).to(torch.uint8)
         weight = (u[:, 0::2] | (u[:, 1::2] << 4)).contiguous()
-    chan = torch.ones(n, device=qw.device) if qw.channel_scale is None else qw.channel_scale.float()
+        chan = chan / 16  # the kernel multiplies 16 x code
     if qw.group_size == k:
         return weight, (qw.scales[:, 0].float() * chan).contiguous(), None
-    return weight, chan.contiguous(), qw.scales.t().float().contiguous()
+    gs = qw.scales.t().float()
+    half = gs.half()
+    return weight, chan.contiguous(), (half if torch.equal(half.float(), gs) else gs).contiguous()
 
 
 @torch.library.custom_op("specbench::a8_mm", mutates_args=("counters",))
@@ -39,8 +42,7 @@ def a8_mm(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: Optional[
           bits: int, group: int, config: list[int]) -> torch.Tensor:
     """``x @ W.T`` with ``x`` quantized per token to int8; ``config`` = (path index, BN, BK, split, BM, warps, stages)."""
     path, *sizes = config
-    xq, sx = quantize_per_token(x)
-    return launch(xq, sx, weight, ws, gs, counters, bits, group, A8Config(PATHS[path], *sizes), x.dtype)
+    return matmul(x, weight, ws, gs, counters, bits, group, A8Config(PATHS[path], *sizes))
 
 
 @a8_mm.register_fake
