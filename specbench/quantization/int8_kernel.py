@@ -1,24 +1,24 @@
 """specbench's Triton kernels for int8 activations: W8A8 int8 and W4A8, ``y = x_q @ W_q.T * s_x[m] * s_w[n]``.
 
-Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs both). Weights, K-contiguous
-per output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K]; 4-bit codes uint8 [N, K/2], input
-2i in the low nibble and 2i + 1 in the high one, two's complement. ``ws`` float32 [N] is the per-channel scale
-(the QQQ channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs``
-[G, N] (QQQ's integers in [1, 16] as float16, other scales as float32).
+Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs
+both); for 4-bit weights in even-odd order (each row's even inputs, then its odd ones). Weights are K-contiguous per
+output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K]; 4-bit codes uint8 [N, K/2], input 2i
+in the low nibble and 2i + 1 in the high one, two's complement. ``ws`` float32 [N] is the per-channel scale (the QQQ
+channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs`` [G, N]
+(QQQ's integers in [1, 16] as float16, other scales as float32).
 
-Products are exact int8 x int8 sums in int32, with each 4-bit code moved to the top of a byte (16 x code, so a
-nibble costs one shift or mask and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of
-K and scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a
-float32 accumulator. Two paths (``A8Config.path``):
-- ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (4-bit words split into their
-  low and high nibbles, matched with words of the even and odd activations: ``even_odd`` order) into a [BN, words]
-  int32 accumulator,
-  scaled once per group and reduced once at the end;
+Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
+mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
+scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a float32
+accumulator. Two paths (``A8Config.path``):
+- ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
+  against a word of even activations, its high ones against the odd) into a [BN, words] accumulator, scaled per
+  group and reduced once at the end; the next tile's loads are issued before this one's products;
 - ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
   (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
-  the low nibbles [BN, BK/2] against the even activations and the high ones against the odd (even-odd order),
-  each nibble moved to its byte's top by one 32-bit op per four bytes.
-Both split K with ``splitk.store_tile``.
+  the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
+Both split K with ``splitk.store_tile``. Inline PTX (``dp4a``, the nibble moves) has a byte-wise fallback for
+Triton's CPU interpreter (``ASM``).
 """
 
 from __future__ import annotations
