@@ -102,13 +102,18 @@ INTERPRETED = textwrap.dedent("""
 """)
 
 
-def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
+def run_in_interpreter(script: str) -> None:
+    """Run ``script`` in a subprocess under Triton's interpreter; it must exit cleanly and print only "ok"."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=900,
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
+
+
+def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
+    run_in_interpreter(INTERPRETED)
 
 
 def test_shapes_the_kernel_cannot_run_name_the_constraint():

@@ -8,20 +8,14 @@ output's rounding (the interpreter's float -> bf16 conversion truncates, so bf16
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
-import pytest
 import torch
 
 from specbench.quantization import QuantizedWeight, get_scheme, kernel_table, quantize_rtn
 from specbench.quantization.backends import BACKENDS
 from specbench.quantization.int8_kernel import A8Config, check_shape
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.test_quant_triton import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
     import json, tempfile
@@ -136,12 +130,7 @@ INTERPRETED = textwrap.dedent("""
 
 
 def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpreter():
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=900,
-                          cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "ok"
+    run_in_interpreter(INTERPRETED)
 
 
 def test_shapes_the_kernels_cannot_run_name_the_constraint():

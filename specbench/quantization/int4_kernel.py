@@ -23,11 +23,12 @@ applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
 from specbench.quantization import splitk
+from specbench.quantization.splitk import TileConfig
 
 try:
     import triton
@@ -41,18 +42,8 @@ DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class KernelConfig:
-    path: str  # "gemv" (M = 1 only) or "dot"
-    BN: int
-    BK: int
-    split: int = 1
-    BM: int = 16  # dot path only
-    warps: int = 4
-    stages: int = 2
+class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:

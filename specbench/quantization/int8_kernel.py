@@ -24,12 +24,12 @@ Triton's CPU interpreter (``ASM``).
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
 
 import torch
 
 from specbench.quantization import splitk
 from specbench.quantization.act_quant_kernel import quantize_per_token
+from specbench.quantization.splitk import TileConfig
 
 try:
     import triton
@@ -40,18 +40,8 @@ else:
     from specbench.quantization.splitk import store_tile
 
 
-@dataclass(frozen=True)
-class A8Config:
-    path: str  # "gemv" (M = 1 only) or "dot"
-    BN: int
-    BK: int
-    split: int = 1
-    BM: int = 16  # dot path only
-    warps: int = 4
-    stages: int = 2
-
-    def as_dict(self) -> dict:
-        return asdict(self)
+class A8Config(TileConfig):
+    """A launch config of this kernel (its fields: ``splitk.TileConfig``)."""
 
 
 def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | None:
@@ -104,6 +94,17 @@ if triton is not None:
             return ((b << 4) & 0xF0 if LOW else b & 0xF0).to(tl.int8, bitcast=True)
 
     @triton.jit
+    def _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP: tl.constexpr, CHANNEL: tl.constexpr):
+        """(int32, float32) accumulators after a tile's int32 products ``part``: per-channel weights keep the int32
+        sum (``part`` already includes ``acc``), grouped ones add ``part`` times the tile's group scale."""
+        if CHANNEL:
+            acc = part
+        else:
+            g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+            accf += g[:, None] * part.to(tl.float32)
+        return acc, accf
+
+    @triton.jit
     def _gemv_tiles(w_rows, x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
         """The weight words and activation words (4 bits: the even and the odd ones) of the tile at input k0;
         nothing is read past ``k_end`` or N (what is masked off is never used, so it is not zeroed)."""
@@ -146,14 +147,8 @@ if triton is not None:
                     # 8j + (1, 3, 5, 7) in the high ones against the odd; each nibble moved to its byte's top (x 16)
                     part = _dp4a((w << 4) & HIGH_NIBBLES, xa, part, ASM)
                     part = _dp4a(w & HIGH_NIBBLES, xb, part, ASM)
-                if CHANNEL:
-                    acc = part
-                else:
-                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-                    accf += g[:, None] * part.to(tl.float32)
-            if CHANNEL:
-                accf = acc.to(tl.float32)
-            out = tl.sum(accf, axis=1)[None, :]
+                acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
+            out = tl.sum(acc.to(tl.float32) if CHANNEL else accf, axis=1)[None, :]
         else:  # bytes: weights [N, K * BITS / 8], activations [M, K] (4 bits: even-odd order)
             KB: tl.constexpr = BK * BITS // 8
             w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
@@ -170,14 +165,8 @@ if triton is not None:
                     xb = tl.load(x_rows + K // 2 + k0 // 2, mask=row_ok[:, None], other=0)
                     part = tl.dot(_top_nibbles(b, True, ASM), tl.trans(xa), part, out_dtype=tl.int32)
                     part = tl.dot(_top_nibbles(b, False, ASM), tl.trans(xb), part, out_dtype=tl.int32)
-                if CHANNEL:
-                    acc = part
-                else:
-                    g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
-                    accf += g[:, None] * part.to(tl.float32)
-            if CHANNEL:
-                accf = acc.to(tl.float32)
-            out = tl.trans(accf)
+                acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
+            out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
         ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
         sx = tl.load(sx_ptr + rows, mask=row_ok, other=0.0)
         store_tile(out * ws[None, :] * sx[:, None], y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)

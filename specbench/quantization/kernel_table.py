@@ -97,6 +97,12 @@ def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfi
     return KernelConfig("dot", 64, bk, split, BM=bm, warps=4, stages=3)
 
 
+def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16") -> str:
+    """A layer's ``info["autotune"]``: "table <gpu>" when the table has its shape, else the heuristic."""
+    tuned = shape_key(n, k, group, scheme) in load(gpu).get("entries", {})
+    return f"table {gpu}" if tuned else "heuristic (no table entry)"
+
+
 def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) -> A8Config:
     bk = 512 * 8 // bits if m == 1 else 128
     while bk > 32 and (k % bk or (group != k and group % bk)):

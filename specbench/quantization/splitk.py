@@ -7,6 +7,8 @@ zero, so the counters stay zero between launches (and CUDA-graph replays).
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
+
 import torch
 
 try:
@@ -14,6 +16,22 @@ try:
     import triton.language as tl
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """The launch shape of a split-K Triton kernel (each kernel's config class adds its own fields)."""
+
+    path: str  # "gemv" (M = 1 only) or "dot"
+    BN: int
+    BK: int
+    split: int = 1
+    BM: int = 16  # dot path only
+    warps: int = 4
+    stages: int = 2
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 def counters_needed(n: int, m: int, bn: int, bm: int) -> int:

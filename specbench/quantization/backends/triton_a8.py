@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
-from torch import nn
 
 from specbench.quantization import kernel_table
-from specbench.quantization.int8_kernel import A8Config, counters_needed, matmul
+from specbench.quantization.backends.triton_layer import PATHS, TritonLayer
+from specbench.quantization.int8_kernel import A8Config, matmul
 from specbench.quantization.qweight import QuantizedWeight
 
-PATHS = ("gemv", "dot")
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
@@ -50,30 +49,14 @@ def _(x, weight, ws, gs, counters, bits, group, config):
     return x.new_empty(x.shape[0], weight.shape[0])
 
 
-class A8Triton(nn.Module):
+class A8Triton(TritonLayer):
     def __init__(self, qw: QuantizedWeight, gpu: str | None):
-        super().__init__()
-        self.n, self.k = qw.shape
-        self.scheme, self.bits, self.gpu = qw.scheme.name, qw.scheme.bits, gpu
-        self.group = qw.group_size
+        super().__init__(*qw.shape, qw.group_size, qw.scheme.name, gpu, qw.device)
+        self.bits = qw.scheme.bits
         weight, ws, gs = pack(qw)
         self.register_buffer("weight", weight)
         self.register_buffer("ws", ws)
         self.register_buffer("gs", gs)
-        worst = max(counters_needed(self.n, kernel_table.MAX_SPLIT_M, A8Config("dot", 16, 32, 2)),
-                    counters_needed(self.n, 1, A8Config("gemv", 16, 32, 2)))
-        self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=qw.device))
-        self._chosen: dict[int, tuple[list[int], str]] = {}
-
-    def config(self, m: int) -> tuple[list[int], str]:
-        """The launch config for M rows (cached per M) and where it came from."""
-        if m not in self._chosen:
-            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme)
-            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
-                raise ValueError(f"config {cfg} has blocks under 16")
-            d = cfg.as_dict()
-            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
-        return self._chosen[m]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         config, _ = self.config(x.shape[0])
@@ -101,11 +84,9 @@ class TritonA8:
 
     def describe(self, qw):
         n, k = qw.shape
-        gpu = kernel_table.gpu_key(qw.device)
-        tuned = kernel_table.shape_key(n, k, qw.group_size, qw.scheme.name) in kernel_table.load(gpu).get("entries", {})
-        weights = "int8 [N, K]" if qw.scheme.bits == 8 else "int4 [N, K/2] uint8 (2 per byte, unsigned)"
+        weights = "int8 [N, K]" if qw.scheme.bits == 8 else "int4 [N, K/2] uint8 (2 per byte, two's complement)"
         groups = "" if qw.group_size == k else ", group scales [G, N]"
-        return {"kernel": f"specbench Triton {qw.scheme.name} (per-token int8 act quant + int32 gemv M=1 / "
+        source = kernel_table.describe_source(kernel_table.gpu_key(qw.device), n, k, qw.group_size, qw.scheme.name)
+        return {"kernel": f"specbench Triton {qw.scheme.name} (per-token int8 act quant + dp4a gemv M=1 / "
                           "int8 tl.dot, split-K)",
-                "packing": f"{weights}, fp32 channel scales{groups}",
-                "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}
+                "packing": f"{weights}, fp32 channel scales{groups}", "autotune": source}
