@@ -5,9 +5,16 @@ like ``torch.round``) clamped to [-127, 127]. Returns int8 ``q`` [M, K] and floa
 each row holds its even inputs then its odd ones (``q[2i]`` at i, ``q[2i + 1]`` at K/2 + i), the order the 4-bit
 gemv reads. One program per row; rows of up to ``ONE_PASS_MAX`` elements are read once and kept in registers,
 longer ones are read twice.
+
+Where Triton and the GPU offer programmatic dependent launch (``PDL``), the kernel lets the GEMM launched after it
+start at once: that GEMM (``int8_kernel``, launched with ``launch_pdl``) streams weights and waits (``gdc_wait``) only
+before it reads the codes (``SPECBENCH_PDL=0`` turns this off). Triton's CPU interpreter (``INTERPRETED``) runs
+neither that nor inline PTX.
 """
 
 from __future__ import annotations
+
+import os
 
 import torch
 
@@ -18,6 +25,15 @@ except ImportError:  # the optional GPU extra; the CPU tests run it through Trit
     triton = None
 
 ONE_PASS_MAX = 32768
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+try:
+    from triton.backends.nvidia.compiler import CUDAOptions
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: F401 - gdc_wait: int8_kernel
+
+    PDL = (not INTERPRETED and "launch_pdl" in CUDAOptions.__dataclass_fields__
+           and os.environ.get("SPECBENCH_PDL", "1") != "0")
+except ImportError:  # no Triton, or one without grid dependency control
+    PDL = False
 
 
 if triton is not None:
@@ -39,7 +55,9 @@ if triton is not None:
 
     @triton.jit
     def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr,
-                         EVEN_ODD: tl.constexpr):
+                         EVEN_ODD: tl.constexpr, LAUNCH_NEXT: tl.constexpr):
+        if LAUNCH_NEXT:
+            gdc_launch_dependents()
         row = tl.program_id(0).to(tl.int64)
         offs = tl.arange(0, BLOCK)
         x_row, q_row = x_ptr + row * stride_xm, q_ptr + row * K
@@ -75,5 +93,5 @@ def quantize_per_token(x: torch.Tensor, block: int | None = None,
     block = min(block or ONE_PASS_MAX, triton.next_power_of_2(k))
     warps = max(1, min(16, block // 1024))
     act_quant_kernel[(m,)](x, q, s, k, x.stride(0), BLOCK=block, ONE_PASS=block >= k, EVEN_ODD=even_odd,
-                           num_warps=warps)
+                           LAUNCH_NEXT=PDL, num_warps=warps)
     return q, s

@@ -18,17 +18,16 @@ accumulator. Two paths (``A8Config.path``):
   (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
   the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
 Both split K with ``splitk.store_tile``. Inline PTX (``dp4a``, the nibble moves) has a byte-wise fallback for
-Triton's CPU interpreter (``ASM``).
+Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``) the kernel is launched while the
+activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from specbench.quantization import splitk
-from specbench.quantization.act_quant_kernel import quantize_per_token
+from specbench.quantization.act_quant_kernel import INTERPRETED, PDL, quantize_per_token
 from specbench.quantization.splitk import TileConfig
 
 try:
@@ -38,6 +37,9 @@ except ImportError:  # the optional GPU extra; the CPU tests run it through Trit
     triton = None
 else:
     from specbench.quantization.splitk import store_tile
+
+    if PDL:
+        from triton.language.extra.cuda import gdc_wait
 
 
 class A8Config(TileConfig):
@@ -105,22 +107,28 @@ if triton is not None:
         return acc, accf
 
     @triton.jit
-    def _gemv_tiles(w_rows, x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
-        """The weight words and activation words (4 bits: the even and the odd ones) of the tile at input k0;
-        nothing is read past ``k_end`` or N (what is masked off is never used, so it is not zeroed)."""
+    def _gemv_weights(w_rows, k0, k_end, col_ok, BITS: tl.constexpr):
+        """The weight words of the tile at input k0; nothing is read past ``k_end`` or N (what is masked off is never
+        used, so it is not zeroed)."""
         ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]  # tensor & tensor: bool in the interpreter
-        w = tl.load(w_rows + k0 * BITS // 32, mask=ok, eviction_policy="evict_first")
+        return tl.load(w_rows + k0 * BITS // 32, mask=ok, eviction_policy="evict_first")
+
+    @triton.jit
+    def _gemv_acts(x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
+        """The activation words of the tile at input k0 (4 bits: the even and the odd ones)."""
+        ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]
         xa = tl.load(x_rows + k0 * BITS // 32, mask=ok)
         if BITS == 8:
             xb = xa
         else:
             xb = tl.load(x_rows + K // 8 + k0 // 8, mask=ok)
-        return w, xa, xb
+        return xa, xb
 
     @triton.jit(do_not_specialize=["M"])
     def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
                   BITS: tl.constexpr, GROUP: tl.constexpr, CHANNEL: tl.constexpr, SPLIT_K: tl.constexpr,
-                  GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr):
+                  GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr,
+                  PDL: tl.constexpr):
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -129,6 +137,8 @@ if triton is not None:
         k_len = K // tl.num_programs(2)
         k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: each split is whole BK tiles
         k_end = k_begin + k_len
+        if PDL and not GEMV:  # launched while the activation-quant kernel may still run: wait for its codes
+            gdc_wait()
         if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4] (4 bits: even-odd order)
             W: tl.constexpr = BK * BITS // 32
             j = tl.arange(0, W)
@@ -136,10 +146,14 @@ if triton is not None:
             x_rows = xq_ptr + j[None, :] + 0 * cols[:, None]  # loaded per weight row (cached): the tile's layout
             acc = tl.zeros((BN, W), dtype=tl.int32)
             accf = tl.zeros((BN, W), dtype=tl.float32)
-            w_next, xa_next, xb_next = _gemv_tiles(w_rows, x_rows, k_begin, k_end, col_ok, K, BITS)
+            w_next = _gemv_weights(w_rows, k_begin, k_end, col_ok, BITS)
+            if PDL:  # the first weight tile streams in while the activation-quant kernel finishes
+                gdc_wait()
+            xa_next, xb_next = _gemv_acts(x_rows, k_begin, k_end, col_ok, K, BITS)
             for k0 in range(k_begin, k_end, BK):  # the next tile's loads are issued before this one's products
                 w, xa, xb = w_next, xa_next, xb_next
-                w_next, xa_next, xb_next = _gemv_tiles(w_rows, x_rows, k0 + BK, k_end, col_ok, K, BITS)
+                w_next = _gemv_weights(w_rows, k0 + BK, k_end, col_ok, BITS)
+                xa_next, xb_next = _gemv_acts(x_rows, k0 + BK, k_end, col_ok, K, BITS)
                 part = acc if CHANNEL else tl.zeros_like(acc)
                 if BITS == 8:
                     part = _dp4a(w, xa, part, ASM)
@@ -206,7 +220,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
-        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=os.environ.get("TRITON_INTERPRET") != "1",
-        num_warps=cfg.warps, num_stages=cfg.stages,
+        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL,
+        num_warps=cfg.warps, num_stages=cfg.stages, **({"launch_pdl": True} if PDL else {}),
     )
     return y
