@@ -60,8 +60,8 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
     if group != k and group % cfg.BK:
         return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK * bits < 256):
-        return (f"tl.dot on int8 needs BM, BN >= 16 and BK >= {256 // bits} (4 bits: two dots of BK/2; got BM={cfg.BM}, "
-                f"BN={cfg.BN}, BK={cfg.BK})")
+        return (f"tl.dot on int8 needs BM, BN >= 16 and BK >= {256 // bits} (4 bits: two dots of BK/2; "
+                f"got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})")
     if cfg.path == "gemv" and cfg.BK * bits < 32:
         return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
     return None

@@ -39,7 +39,7 @@ def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor 
 @torch.library.custom_op("specbench::a8_mm", mutates_args=("counters",))
 def a8_mm(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: Optional[torch.Tensor], counters: torch.Tensor,
           bits: int, group: int, config: list[int]) -> torch.Tensor:
-    """``x @ W.T`` with ``x`` quantized per token to int8; ``config`` = (path index, BN, BK, split, BM, warps, stages)."""
+    """``x @ W.T``, ``x`` quantized per token to int8; ``config`` = (path index, BN, BK, split, BM, warps, stages)."""
     path, *sizes = config
     return matmul(x, weight, ws, gs, counters, bits, group, A8Config(PATHS[path], *sizes))
 
