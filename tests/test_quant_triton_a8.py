@@ -140,6 +140,7 @@ def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert "BK >= 32" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 16))
     assert "BK >= 64 (4 bits: two dots" in check_shape(64, 1024, 1024, 4, A8Config("dot", 32, 32))
     assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 128, split=2)) is None
+    assert "too large for exact int32 sums" in check_shape(64, 2**18, 2**18, 8, A8Config("gemv", 32, 512))
     triton = BACKENDS["triton"]
     assert "fp8" not in triton.schemes and {"w4a16", "w8a8_int8", "w4a8"} <= set(triton.schemes)
     odd = QuantizedWeight(get_scheme("w4a8"), torch.zeros(64, 100, dtype=torch.int8), torch.ones(64, 1), 100)

@@ -42,6 +42,9 @@ else:
         from triton.language.extra.cuda import gdc_wait
 
 
+MAX_K = (2**31 - 1) // (127 * 128)  # int32 sums of |x_q| <= 127 times |code| <= 128 (8 bits, or 16 x 4-bit codes)
+
+
 class A8Config(TileConfig):
     """A launch config of this kernel (its fields: ``splitk.TileConfig``)."""
 
@@ -52,6 +55,8 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
         return f"in_features {k} must be even (two 4-bit codes per byte)"
     if k % group:
         return f"in_features {k} must be a multiple of the group size {group}"
+    if k > MAX_K:
+        return f"in_features {k} is too large for exact int32 sums of int8 products (at most {MAX_K})"
     if any(b & (b - 1) for b in (cfg.BN, cfg.BK, cfg.BM)):
         return f"BN={cfg.BN}, BK={cfg.BK} and BM={cfg.BM} must be powers of two"
     per_split = k // cfg.split if k % cfg.split == 0 else 0
