@@ -11,9 +11,9 @@ kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group 
 
 Heuristics (documented fallbacks). w4a16: M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two
 <= 512 that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128
-(64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BN 32, 512 weight bytes per channel per tile
-(BK 512 for 8 bits, 1024 for 4, at most the group); M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved
-the same way). For all: K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
+(64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
+weight bytes per channel), halved down to 32 until it divides K and the group, BN = 16 KB of weights per tile over
+those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
 """
 
 from __future__ import annotations
@@ -108,7 +108,8 @@ def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) 
     while bk > 32 and (k % bk or (group != k and group % bk)):
         bk //= 2
     if m == 1:
-        return A8Config("gemv", 32, bk, _split_for(-(-n // 32), k, bk, sms), warps=4, stages=2)
+        bn = min(128, max(32, 16384 // (bk * bits // 8)))
+        return A8Config("gemv", bn, bk, _split_for(-(-n // bn), k, bk, sms), warps=4, stages=2)
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
     split = _split_for(-(-n // 64) * -(-m // bm), k, bk, sms) if m <= MAX_SPLIT_M else 1
     return A8Config("dot", 64, bk, split, BM=bm, warps=4, stages=3)
