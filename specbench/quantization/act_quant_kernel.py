@@ -28,7 +28,7 @@ ONE_PASS_MAX = 32768
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
 try:
     from triton.backends.nvidia.compiler import CUDAOptions
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: F401 - gdc_wait: int8_kernel
+    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: F401 - both sides must exist
 
     PDL = (not INTERPRETED and "launch_pdl" in CUDAOptions.__dataclass_fields__
            and os.environ.get("SPECBENCH_PDL", "1") != "0")
