@@ -97,6 +97,14 @@ INTERPRETED = textwrap.dedent("""
     x = torch.randn(3, 512)
     assert rel(broken(x), QuantLinear(qw, None, "reference", fp32)(x)) > 0.1
 
+    # tune's check of a candidate (CPU here): RTN weight, fresh activations, M and M - 1
+    from specbench.quantization.tune import A8
+    for scheme, group, m, cfg in (("w8a8_int8", 256, 1, C("gemv", 16, 128, split=2)),
+                                  ("w4a8", 128, 1, C("gemv", 32, 64)), ("w4a8", 256, 17, C("dot", 16, 64, split=2))):
+        tuner = A8(scheme, "cpu")
+        errors = tuner.errors(cfg, 32, 256, group, m)
+        assert len(errors) == (2 if cfg.path == "dot" else 1) and max(errors) < tuner.tolerance, (scheme, cfg, errors)
+
     # published layouts -> canonical -> the triton kernels: compressed-tensors int4 with int8 per-token activations
     gen = torch.Generator().manual_seed(1)
     for group in (128, 256):

@@ -13,7 +13,8 @@ Heuristics (documented fallbacks). w4a16: M = 1 -> the ``gemv`` path, BN 64, BK 
 <= 512 that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128
 (64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
 weight bytes per channel), halved down to 32 until it divides K and the group, BN = 16 KB of weights per tile over
-those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
+those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K
+is split so that about two programs per SM run (at most 16 splits), for M <= 128.
 """
 
 from __future__ import annotations

@@ -162,22 +162,22 @@ class A8:
     """An int8-activation kernel (``int8_kernel``: w8a8_int8 or w4a8) as ``main`` times and checks it; timed on
     pre-quantized activations."""
 
-    def __init__(self, scheme: str):
-        self.scheme, self.bits = scheme, SCHEMES[scheme].bits
+    def __init__(self, scheme: str, device: str = "cuda"):
+        self.scheme, self.bits, self.device = scheme, SCHEMES[scheme].bits, device
         self.tolerance = 5e-3 if self.bits == 8 else 1e-2
 
     def candidates(self, n, k, group, m):
         return candidates_a8(n, k, group, m, self.bits)
 
     def weight(self, n, k, group, seed):
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        codes = torch.randint(-128, 128, (n, k * self.bits // 8), device="cuda", dtype=torch.int8, generator=gen)
-        ws = torch.rand(n, device="cuda", generator=gen) * 1e-2 + 1e-3
-        gs = None if group == k else torch.randint(1, 17, (k // group, n), device="cuda", generator=gen).float()
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        codes = torch.randint(-128, 128, (n, k * self.bits // 8), device=self.device, dtype=torch.int8, generator=gen)
+        ws = torch.rand(n, device=self.device, generator=gen) * 1e-2 + 1e-3
+        gs = None if group == k else torch.randint(1, 17, (k // group, n), device=self.device, generator=gen).float()
         return codes if self.bits == 8 else codes.view(torch.uint8), ws, gs
 
     def inputs(self, m, k):
-        return quantize_per_token(torch.randn(m, k, device="cuda", dtype=torch.bfloat16))
+        return quantize_per_token(torch.randn(m, k, device=self.device, dtype=torch.bfloat16))
 
     def launch(self, cfg, x, weight, group, counters):
         return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, torch.bfloat16)
@@ -189,14 +189,14 @@ class A8:
         """Rel. errors against fp32 ``fake_quant(x) @ dequantized W.T`` on an RTN weight, at M (and M - 1)."""
         from specbench.quantization.backends.triton_a8 import pack
 
-        gen = torch.Generator(device="cuda").manual_seed(seed)
-        w = torch.randn(n, k, device="cuda", generator=gen) * 0.02
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        w = torch.randn(n, k, device=self.device, generator=gen) * 0.02
         qw = quantize_rtn(w, SCHEMES[self.scheme], -1 if group == k else group)
         packed, dense = pack(qw), qw.dequantize()
-        counters = torch.zeros(self.counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+        counters = torch.zeros(self.counters(n, m, cfg) + 1, dtype=torch.int32, device=self.device)
         out = []
         for mm in {m, max(1, m - 1)} if cfg.path == "dot" else {1}:
-            x = torch.randn(mm, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+            x = torch.randn(mm, k, device=self.device, dtype=torch.bfloat16, generator=gen)
             y = int8_kernel.matmul(x, *packed, counters, self.bits, group, cfg).float()
             ref = fake_quant_act(x.float(), "int8") @ dense.t()
             out.append(((y - ref).norm() / ref.norm()).item())
