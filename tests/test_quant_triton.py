@@ -104,14 +104,19 @@ INTERPRETED = textwrap.dedent("""
 """)
 
 
-@pytest.mark.slow  # the Triton interpreter: ~15 s on two cores
-def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
+def run_in_interpreter(script: str) -> None:
+    """Run ``script`` in a subprocess under Triton's interpreter; it must exit cleanly and print only "ok"."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=900,
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900,
                           cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "ok"
+
+
+@pytest.mark.slow  # the Triton interpreter: ~15 s on two cores
+def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
+    run_in_interpreter(INTERPRETED)
 
 
 def test_shapes_the_kernel_cannot_run_name_the_constraint():
@@ -167,7 +172,7 @@ def test_auto_backend_is_reference_off_a_gpu_and_recorded():
     assert layer.info["backend"] == "reference" and layer.info["backend_choice"].startswith("auto")
     assert QuantLinear(qw, None, "reference", torch.float32).info["backend_choice"] == "given"
     assert kernel_table.backend_order("h200", "w4a16")[0][0] == "triton"
-    assert kernel_table.backend_order(None, "w8a8_int8") == (("gemlite",), "default order")
+    assert kernel_table.backend_order(None, "w8a8_int8") == (("triton", "gemlite"), "default order")
 
 
 class OnH200(QuantizedWeight):
@@ -182,9 +187,11 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
     qw = quantize_rtn(torch.randn(32, 256), get_scheme("w4a16"), 128)
     name, how = resolve("auto", OnH200(**qw.__dict__), torch.bfloat16)
     assert name == "triton" and how == "auto (table h200, h200)"
-    int8 = quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8"))
-    with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of gemlite can run w8a8_int8"):
-        resolve("auto", OnH200(**int8.__dict__), torch.bfloat16)
+    int8 = OnH200(**quantize_rtn(torch.randn(32, 256), get_scheme("w8a8_int8")).__dict__)
+    assert resolve("auto", int8, torch.bfloat16) == ("triton", "auto (table h200, h200)")
+    monkeypatch.setattr(BACKENDS["triton"], "package", "a_package_that_is_not_installed")
+    with pytest.raises(UnsupportedBackendError, match="quant.backend=auto: none of triton, gemlite can run w8a8_int8"):
+        resolve("auto", int8, torch.bfloat16)
 
 
 def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry():

@@ -27,9 +27,12 @@ so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
+
+from specbench.quantization import splitk
+from specbench.quantization.splitk import TileConfig
 
 try:
     import triton
@@ -38,24 +41,16 @@ try:
     from specbench.quantization.int4_convert import planes
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
+else:
+    from specbench.quantization.splitk import store_tile
 
 DTYPES = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
-class KernelConfig:
-    path: str  # "gemv" (M = 1 only) or "dot"
-    BN: int
-    BK: int
-    split: int = 1
-    BM: int = 16  # dot path only
-    warps: int = 4
-    stages: int = 2
+class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
@@ -209,26 +204,12 @@ if triton is not None:
             if DEQ == 2 and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
-        out_mask = row_ok[:, None] & col_ok[None, :]
-        if not SPLIT_K:
-            tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], acc.to(y_ptr.dtype.element_ty), mask=out_mask)
-        else:
-            tile = pid_m * tl.num_programs(0) + pid_n
-            part = part_ptr + rows[:, None] * N + cols[None, :]
-            tl.store(part + pid_k * M * N, acc, mask=out_mask)
-            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-            if done == split - 1:  # the last program of this tile sums the partials
-                total = tl.zeros((BM, BN), dtype=tl.float32)
-                for i in range(split):
-                    total += tl.load(part + i * M * N, mask=out_mask, other=0.0, cache_modifier=".cg")
-                tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], total.to(y_ptr.dtype.element_ty),
-                         mask=out_mask)
-                tl.atomic_xchg(count_ptr + tile, 0)
+        store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
 
 
 def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
     """Counter slots a split-K launch uses: one per output tile."""
-    return triton.cdiv(n, cfg.BN) * triton.cdiv(m, 1 if cfg.path == "gemv" else cfg.BM)
+    return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.path == "gemv" else cfg.BM)
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
@@ -240,12 +221,9 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     if cfg.path == "gemv" and m != 1:
         raise ValueError(f"the gemv path takes one row, not M={m}")
     bm = 1 if cfg.path == "gemv" else cfg.BM
-    y = torch.empty(m, n, dtype=x.dtype, device=x.device)
     if m == 0:
-        return y
-    part = torch.empty(cfg.split, m, n, dtype=torch.float32, device=x.device) if cfg.split > 1 else y
-    if cfg.split > 1 and counters.numel() < counters_needed(n, m, cfg):
-        raise ValueError(f"{counters.numel()} split-K counters, {counters_needed(n, m, cfg)} needed")
+        return torch.empty(m, n, dtype=x.dtype, device=x.device)
+    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),

@@ -6,9 +6,15 @@ name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; 
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
 (N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was.
 
-Heuristic (documented fallback): M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two <= 512
-that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128 (64
-when the group is smaller); K is split so that about two programs per SM run (at most 16 splits), for M <= 128.
+Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
+kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
+
+Heuristics (documented fallbacks). w4a16: M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two
+<= 512 that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128
+(64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
+weight bytes per channel), halved down to 32 until it divides K and the group, BN = 16 KB of weights per tile over
+those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K
+is split so that about two programs per SM run (at most 16 splits), for M <= 128.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ from pathlib import Path
 
 import torch
 
+from specbench.quantization import int8_kernel
 from specbench.quantization.int4_kernel import KernelConfig, check_shape
+from specbench.quantization.int8_kernel import A8Config
+from specbench.quantization.schemes import SCHEMES
 
 TABLES = Path(__file__).parent / "tables"
 GPUS = ("h200", "h100")
@@ -39,8 +48,9 @@ def group_kind(k: int, group: int) -> str:
     return "channel" if group == k else f"g{group}"
 
 
-def shape_key(n: int, k: int, group: int) -> str:
-    return f"{n}x{k}:{group_kind(k, group)}"
+def shape_key(n: int, k: int, group: int, scheme: str = "w4a16") -> str:
+    key = f"{n}x{k}:{group_kind(k, group)}"
+    return key if scheme == "w4a16" else f"{scheme}:{key}"
 
 
 @lru_cache(maxsize=None)
@@ -54,8 +64,8 @@ def load(gpu: str | None) -> dict:
 
 # auto's order per scheme where the GPU has no table (or the table names none): specbench's kernel, then the
 # maintained ones that can run it
-DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "fbgemm", "torch", "marlin"), "w4a8": ("gemlite", "marlin"),
-                 "w8a8_int8": ("gemlite",), "w8a8_fp8": ("fbgemm", "gemlite", "torch"), "w8a16": ("gemlite",),
+DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "fbgemm", "torch", "marlin"), "w4a8": ("triton", "gemlite", "marlin"),
+                 "w8a8_int8": ("triton", "gemlite"), "w8a8_fp8": ("fbgemm", "gemlite", "torch"), "w8a16": ("gemlite",),
                  "w4a8_fp8": ("fbgemm",)}
 
 
@@ -89,17 +99,45 @@ def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfi
     return KernelConfig("dot", 64, bk, split, BM=bm, warps=4, stages=3)
 
 
-def choose(gpu: str | None, n: int, k: int, group: int, m: int) -> tuple[KernelConfig, str]:
-    """(config, "table <gpu>" or "heuristic") for an [N, K] weight at M rows."""
-    entries = load(gpu).get("entries", {}).get(shape_key(n, k, group), {})
+def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16") -> str:
+    """A layer's ``info["autotune"]``: "table <gpu>" when the table has its shape, else the heuristic."""
+    tuned = shape_key(n, k, group, scheme) in load(gpu).get("entries", {})
+    return f"table {gpu}" if tuned else "heuristic (no table entry)"
+
+
+def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) -> A8Config:
+    bk = 512 * 8 // bits if m == 1 else 128
+    while bk > 32 and (k % bk or (group != k and group % bk)):
+        bk //= 2
+    if m == 1:
+        bn = min(128, max(32, 16384 // (bk * bits // 8)))
+        return A8Config("gemv", bn, bk, _split_for(-(-n // bn), k, bk, sms), warps=4, stages=2)
+    bm = min(64, max(16, 1 << (m - 1).bit_length()))
+    split = _split_for(-(-n // 64) * -(-m // bm), k, bk, sms) if m <= MAX_SPLIT_M else 1
+    return A8Config("dot", 64, bk, split, BM=bm, warps=4, stages=3)
+
+
+def kernel_of(scheme: str):
+    """(config class, ``check(n, k, group, cfg)``, ``heuristic(n, k, group, m, sms)``) of ``scheme``'s kernel."""
+    if scheme == "w4a16":
+        return KernelConfig, check_shape, heuristic
+    bits = SCHEMES[scheme].bits
+    return (A8Config, lambda n, k, g, cfg: int8_kernel.check_shape(n, k, g, bits, cfg),
+            lambda n, k, g, m, sms=132: heuristic_a8(n, k, g, m, bits, sms))
+
+
+def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16") -> tuple[object, str]:
+    """(config, "table <gpu>" or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows."""
+    config_cls, check, fallback = kernel_of(scheme)
+    entries = load(gpu).get("entries", {}).get(shape_key(n, k, group, scheme), {})
     if entries:
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])
-        cfg = KernelConfig(**entries[str(bucket)]["config"])
+        cfg = config_cls(**entries[str(bucket)]["config"])
         if cfg.path == "gemv" and m > 1:  # a one-row entry only serves M = 1
             cfg = None
         if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
-            cfg = KernelConfig(**{**cfg.as_dict(), "split": 1})
-        if cfg is not None and check_shape(n, k, group, cfg) is None:
+            cfg = config_cls(**{**cfg.as_dict(), "split": 1})
+        if cfg is not None and check(n, k, group, cfg) is None:
             return cfg, f"table {gpu}"
-    return heuristic(n, k, group, m, SMS.get(gpu, 132)), "heuristic"
+    return fallback(n, k, group, m, SMS.get(gpu, 132)), "heuristic"

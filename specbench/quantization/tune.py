@@ -1,14 +1,18 @@
-"""Time the Triton w4a16 kernel's candidate configs for every linear shape of the shipped models; write the table.
+"""Time the Triton kernels' candidate configs for every linear shape of the shipped models; write the table.
 
-    python -m specbench.quantization.tune --gpu h200 [--budget-s 300] [--out PATH] [--models llama-3-70b]
-        [--buckets 1 16 64] [--groups 128]
+    python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
+        [--models llama-3-70b] [--buckets 1 16 64] [--groups 128] [--deq 3]
 
-For each (N, K, group kind) of Llama-3-8B/70B's linears and each M bucket, every candidate is timed on random
-weights as CUDA-graph replays over enough weight copies to defeat L2 (median of ``--replays``); the fastest goes
-into ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what
-it gained. Candidates are compiled first in parallel processes (Triton's disk cache). The table is rewritten
-after every shape, so a run cut off by ``--budget-s`` keeps what it measured; shapes left out use the heuristic.
-Entries of an existing table that this run does not time (other buckets, groups, models) are kept.
+For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
+Llama-3-8B/70B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph replays over
+enough weight copies to defeat L2 (median of ``--replays``; the int8-activation kernels on pre-quantized
+activations, since the activation-quant kernel is the same for every candidate); the fastest goes into
+``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what it
+gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int8 activations, the per-token
+fake-quantized input) on fresh random data. Work runs bucket by bucket (M = 1 for every shape first). Candidates
+are compiled first in parallel processes (Triton's disk cache). The table is rewritten after every shape, so a run
+cut off by ``--budget-s`` keeps what it measured; shapes left out use the heuristic. Entries of an existing table
+that this run does not time (other buckets, groups, models, schemes) are kept.
 """
 
 from __future__ import annotations
@@ -21,29 +25,36 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 
-from specbench.quantization import kernel_table
+from specbench.quantization import int8_kernel, kernel_table
+from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
 from specbench.quantization.int4_kernel import KernelConfig, check_shape, counters_needed, launch
+from specbench.quantization.int8_kernel import A8Config
+from specbench.quantization.qweight import fake_quant_act, quantize_rtn
+from specbench.quantization.schemes import SCHEMES
 
 MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct"}
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
 SPLITS = (1, 2, 4, 8, 16)
+KERNEL_SCHEMES = ("w4a16", "w8a8_int8", "w4a8")
 
 
 def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
-    """(label, in_features, out_features) of one decoder layer's linears, and the layer count."""
+    """(label, in_features, out_features) of one decoder layer's linears as the model runs them (q/k/v and gate/up
+    stacked), and the layer count."""
     from specbench.model import ModelConfig, load_hf_config
 
     c = ModelConfig.from_hf(load_hf_config(MODELS[name]))
     h, i = c.hidden_size, c.intermediate_size
     q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
-    shapes = [("q", h, q), ("k", h, kv), ("v", h, kv), ("o", q, h), ("gate", h, i), ("up", h, i), ("down", i, h)]
+    shapes = [("qkv", h, q + 2 * kv), ("o", q, h), ("gate_up", h, 2 * i), ("down", i, h)]
     return shapes, c.num_hidden_layers
 
 
@@ -70,6 +81,26 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
     return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= 8 * 132]
 
 
+def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Config]:
+    """Configs worth timing for the int8-activation kernel (the heuristic's first), each one that fits."""
+    out = [kernel_table.heuristic_a8(n, k, group, m, bits)]
+    grouped = group != k
+    if m == 1:  # gemv: 256-1024 weight bytes per channel per tile (grouped 4-bit: half a group or one)
+        bks = (group // 2, group) if grouped else tuple(b * 8 // bits for b in (256, 512, 1024))
+        grid = itertools.product((32, 64, 128, 256) if grouped else (16, 32, 64, 128), bks, (4, 8))
+        out += [A8Config("gemv", bn, bk, s, warps=w, stages=2) for bn, bk, w in grid for s in SPLITS]
+    bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
+    bks = (64, 128) if grouped else (128, 256)
+    grid = itertools.product(bms, (64, 128), bks, (3, 4))
+    out += [A8Config("dot", bn, bk, s, BM=bm, warps=4, stages=st)
+            for bm, bn, bk, st in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    fitting = [c for c in dict.fromkeys(out) if int8_kernel.check_shape(n, k, group, bits, c) is None]
+    tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
+    # gemv: at most 32 weight words per thread (two tiles in flight and the accumulator must stay in registers)
+    small = lambda c: c.path == "dot" or c.BN * c.BK * bits // 32 <= 32 * 32 * c.warps  # noqa: E731
+    return [c for i, c in enumerate(fitting) if i == 0 or (66 <= tiles(c) * c.split <= 8 * 132 and small(c))]
+
+
 def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
     gen = torch.Generator(device=device).manual_seed(seed)
     packed = torch.randint(-2**31, 2**31 - 1, (k // 8, n), device=device, dtype=torch.int32, generator=gen)
@@ -77,10 +108,9 @@ def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
     return packed, scales
 
 
-def time_config(cfg: KernelConfig, weights: list[tuple], x: torch.Tensor, group: int, counters: torch.Tensor,
-                replays: int) -> float:
-    """Median ms of one launch, from CUDA-graph replays over all ``weights``."""
-    run = lambda: [launch(x, p, s, None, counters, group, cfg) for p, s in weights]  # noqa: E731
+def time_config(run_one, weights: list[tuple], replays: int) -> float:
+    """Median ms of one ``run_one(weight)`` launch, from CUDA-graph replays over all ``weights``."""
+    run = lambda: [run_one(w) for w in weights]  # noqa: E731
     run()
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
@@ -112,18 +142,94 @@ def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool,
     return ((y - ref).norm() / ref.norm()).item()
 
 
-def _compile(cfgs: list[tuple[KernelConfig, int, int]]) -> int:
-    """(worker) Run each config once on a small weight of the same group kind: fills Triton's disk cache."""
+class W4A16:
+    """The w4a16 kernel (``int4_kernel``) as ``main`` times and checks it."""
+
+    scheme, bits, tolerance, config = "w4a16", 4, 1e-2, KernelConfig
+
+    def candidates(self, n, k, group, m):
+        return candidates(n, k, group, m)
+
+    def weight(self, n, k, group, seed):
+        return random_weight(n, k, group, "cuda", seed)
+
+    def inputs(self, m, k):
+        return torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+
+    def launch(self, cfg, x, weight, group, counters):
+        return launch(x, *weight, None, counters, group, cfg)
+
+    def counters(self, n, m, cfg):
+        return counters_needed(n, m, cfg)
+
+    def errors(self, cfg, n, k, group, m):
+        return [rel_error(cfg, n, k, group, mm, asym) for mm in {m, max(1, m - 1)} if cfg.path == "dot" or mm == 1
+                for asym in (False, True)]
+
+
+class A8:
+    """An int8-activation kernel (``int8_kernel``: w8a8_int8 or w4a8) as ``main`` times and checks it; timed on
+    pre-quantized activations."""
+
+    config = A8Config
+
+    def __init__(self, scheme: str, device: str = "cuda"):
+        self.scheme, self.bits, self.device = scheme, SCHEMES[scheme].bits, device
+        self.tolerance = 5e-3 if self.bits == 8 else 1e-2
+
+    def candidates(self, n, k, group, m):
+        return candidates_a8(n, k, group, m, self.bits)
+
+    def weight(self, n, k, group, seed):
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        codes = torch.randint(-128, 128, (n, k * self.bits // 8), device=self.device, dtype=torch.int8, generator=gen)
+        ws = torch.rand(n, device=self.device, generator=gen) * 1e-2 + 1e-3
+        gs = None if group == k else torch.randint(1, 17, (k // group, n), device=self.device, generator=gen).float()
+        return codes if self.bits == 8 else codes.view(torch.uint8), ws, gs
+
+    def inputs(self, m, k):
+        return quantize_per_token(torch.randn(m, k, device=self.device, dtype=torch.bfloat16))
+
+    def launch(self, cfg, x, weight, group, counters):
+        return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, torch.bfloat16)
+
+    def counters(self, n, m, cfg):
+        return int8_kernel.counters_needed(n, m, cfg)
+
+    def errors(self, cfg, n, k, group, m, seed=1):
+        """Rel. errors against fp32 ``fake_quant(x) @ dequantized W.T`` on an RTN weight, at M (and M - 1)."""
+        from specbench.quantization.backends.triton_a8 import pack
+
+        gen = torch.Generator(device=self.device).manual_seed(seed)
+        w = torch.randn(n, k, device=self.device, generator=gen) * 0.02
+        qw = quantize_rtn(w, SCHEMES[self.scheme], -1 if group == k else group)
+        packed, dense = pack(qw), qw.dequantize()
+        counters = torch.zeros(self.counters(n, m, cfg) + 1, dtype=torch.int32, device=self.device)
+        out = []
+        for mm in {m, max(1, m - 1)} if cfg.path == "dot" else {1}:
+            x = torch.randn(mm, k, device=self.device, dtype=torch.bfloat16, generator=gen)
+            y = int8_kernel.matmul(x, *packed, counters, self.bits, group, cfg).float()
+            ref = fake_quant_act(x.float(), "int8") @ dense.t()
+            out.append(((y - ref).norm() / ref.norm()).item())
+        return out
+
+
+KERNELS = {"w4a16": W4A16(), "w8a8_int8": A8("w8a8_int8"), "w4a8": A8("w4a8")}
+
+
+def _compile(tasks: list[tuple[str, object, int, int]]) -> int:
+    """(worker) Run each (scheme, config, group, M) once on a small weight of the same group kind: fills Triton's
+    disk cache."""
     done = 0
-    for cfg, group_kind_k, m in cfgs:
+    for scheme, cfg, group_kind_k, m in tasks:
+        kernel = KERNELS[scheme]
         k = max(4096, 16 * cfg.BK)
         group = k if group_kind_k == -1 else group_kind_k
         n = 4 * cfg.BN
-        p, s = random_weight(n, k, group, "cuda", 0)
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+        weight, x = kernel.weight(n, k, group, 0), kernel.inputs(m, k)
+        counters = torch.zeros(kernel.counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
         try:
-            launch(x, p, s, None, counters, group, KernelConfig(**{**cfg.as_dict(), "split": min(cfg.split, 2)}))
+            kernel.launch(replace(cfg, split=min(cfg.split, 2)), x, weight, group, counters)
             done += 1
         except Exception:  # noqa: BLE001 - the timing loop reports it
             pass
@@ -132,7 +238,7 @@ def _compile(cfgs: list[tuple[KernelConfig, int, int]]) -> int:
 
 
 def prewarm(tasks: list[tuple], workers: int, deadline: float) -> None:
-    """Compile ``tasks`` (config, group, M) in ``workers`` processes until ``deadline``."""
+    """Compile ``tasks`` (scheme, config, group, M) in ``workers`` processes until ``deadline``."""
     chunks = [tasks[i::workers] for i in range(workers)]
     pool = multiprocessing.get_context("spawn").Pool(workers)
     try:
@@ -148,11 +254,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
     parser.add_argument("--out", type=Path, default=None, help="default: the committed table of --gpu; a new path "
                         "starts from the committed table's entries")
+    parser.add_argument("--schemes", nargs="+", default=list(KERNEL_SCHEMES), choices=KERNEL_SCHEMES)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--buckets", nargs="+", type=int, default=list(BUCKETS))
-    parser.add_argument("--groups", nargs="+", type=int, default=list(GROUPS), help="-1: per-channel")
-    parser.add_argument("--deq", nargs="+", type=int, default=None, help="time only dot candidates with these DEQ "
-                        "modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
+    parser.add_argument("--groups", nargs="+", type=int, default=list(GROUPS),
+                        help="-1: per-channel; a scheme takes only the ones it supports")
+    parser.add_argument("--deq", nargs="+", type=int, default=None, help="w4a16: time only dot candidates with these "
+                        "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
@@ -163,7 +271,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error(f"--gpu {args.gpu} but this process sees {torch.cuda.get_device_name() if found else 'no'} GPU")
     out = args.out or kernel_table.TABLES / f"{args.gpu}.json"
     keys = list(dict.fromkeys((n, k) for model in args.models for _, k, n in model_shapes(model)[0]))
-    work = [(n, k, g, m) for g in args.groups for n, k in keys for m in args.buckets]
+    work = [(s, n, k, g, m) for s in args.schemes for m in args.buckets for g in args.groups
+            if g in SCHEMES[s].group_sizes for n, k in keys]
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
              "triton": __import__("triton").__version__, "command": "python -m specbench.quantization.tune "
              + " ".join(sys.argv[1:] if argv is None else argv), "date": time.strftime("%Y-%m-%d"), "entries": {},
@@ -171,60 +280,63 @@ def main(argv: list[str] | None = None) -> dict:
     base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"
     if base.exists():  # entries this run does not re-tune are kept, and auto's backend order and its source
         old = json.loads(base.read_text())
-        table["entries"], table["backends"] = old.get("entries", {}), old.get("backends", {})
-        if "backends_source" in old:
-            table["backends_source"] = old["backends_source"]
+        table["entries"] = old.get("entries", {})
+        table.update({key: old[key] for key in ("backends", "backends_source") if key in old})
 
-    def timed_candidates(n: int, k: int, group: int, m: int) -> list[KernelConfig]:
-        """The candidates, the current table entry among them (it competes again, so no run regresses); with
-        ``--deq`` only those dot modes besides the heuristic's config and the entry."""
-        entry = table["entries"].get(kernel_table.shape_key(n, k, group), {}).get(str(m))
-        keep = (KernelConfig(**entry["config"]),) if entry else ()
-        cands = candidates(n, k, group, m, keep)
-        keep = (cands[0], *keep)
-        return [c for c in cands if args.deq is None or c in keep or (c.path == "dot" and c.DEQ in args.deq)]
+    def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
+        """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
+        regresses); for w4a16 with ``--deq``, only those dot modes besides the heuristic's config and the entry."""
+        kernel = KERNELS[scheme]
+        entry = table["entries"].get(kernel_table.shape_key(n, k, group, scheme), {}).get(str(m))
+        cands = kernel.candidates(n, k, group, m)
+        if entry:
+            current = kernel.config(**entry["config"])
+            cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
+        if args.deq is None or scheme != "w4a16":
+            return cands
+        keep = cands[: 2 if entry else 1]
+        return [c for c in cands if c in keep or (c.path == "dot" and c.DEQ in args.deq)]
 
-    tasks = list(dict.fromkeys((c, g, 1 if m == 1 else 16) for n, k, g, m in work
-                               for c in timed_candidates(n, k, k if g == -1 else g, m)))
-    tasks = list(dict.fromkeys((KernelConfig(**{**c.as_dict(), "split": min(c.split, 2)}), g, m) for c, g, m in tasks))
+    tasks = list(dict.fromkeys((s, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16) for s, n, k, g, m in work
+                               for c in timed_candidates(s, n, k, k if g == -1 else g, m)))
     if args.workers > 0:
         print(f"compiling {len(tasks)} candidates in {args.workers} processes", flush=True)
         prewarm(tasks, args.workers, t0 + 0.35 * args.budget_s)
     print(f"compiled in {time.monotonic() - t0:.0f} s", flush=True)
     weights_of: dict = {}
-    for n, k, g, m in work:
+    for scheme, n, k, g, m in work:
         if time.monotonic() - t0 > args.budget_s:
-            table["errors"].append(f"budget spent before {n}x{k} g{g} M={m}")
+            table["errors"].append(f"budget spent before {scheme} {n}x{k} g{g} M={m}")
             break
-        group = k if g == -1 else g
-        if (n, k, group) not in weights_of:
+        kernel, group = KERNELS[scheme], k if g == -1 else g
+        if (scheme, n, k, group) not in weights_of:
             weights_of.clear()
             torch.cuda.empty_cache()
-            copies = max(1, min(64, L2_DEFEAT_BYTES // (n * k // 2)))
-            weights_of[n, k, group] = [random_weight(n, k, group, "cuda", i) for i in range(copies)]
-        weights = weights_of[n, k, group]
-        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        key = kernel_table.shape_key(n, k, group)
-        cands = timed_candidates(n, k, group, m)
-        counters = torch.zeros(max(counters_needed(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
+            copies = max(1, min(64, L2_DEFEAT_BYTES // (n * k * kernel.bits // 8)))
+            weights_of[scheme, n, k, group] = [kernel.weight(n, k, group, i) for i in range(copies)]
+        weights = weights_of[scheme, n, k, group]
+        x = kernel.inputs(m, k)
+        cands = timed_candidates(scheme, n, k, group, m)
+        counters = torch.zeros(max(kernel.counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
         timed = []
         for cfg in cands:
             try:
-                timed.append((time_config(cfg, weights, x, group, counters, args.replays), cfg))
+                run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
+                timed.append((time_config(run_one, weights, args.replays), cfg))
             except Exception as err:  # noqa: BLE001 - a candidate that fails to compile/run is skipped
-                table["errors"].append(f"{n}x{k} g{g} M={m} {cfg}: {type(err).__name__}: {str(err)[:120]}")
+                table["errors"].append(f"{scheme} {n}x{k} g{g} M={m} {cfg}: {type(err).__name__}: {str(err)[:120]}")
         if not timed:
             continue
         best_ms, best = min(timed, key=lambda t: t[0])
         heur_ms = timed[0][0] if timed[0][1] == cands[0] else None
-        errors = [rel_error(best, n, k, group, mm, asym) for mm in {m, max(1, m - 1)} if best.path == "dot" or mm == 1
-                  for asym in (False, True)]
-        if max(errors) > 1e-2:
+        key = kernel_table.shape_key(n, k, group, scheme)
+        errors = kernel.errors(best, n, k, group, m)
+        if max(errors) > kernel.tolerance:
             table["errors"].append(f"{key} M={m} {best}: rel. error {max(errors):.2e} vs reference; not tabled")
             continue
         table["entries"].setdefault(key, {})[str(m)] = {
             "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
-            "GBps": (n * k / 2) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors)}
+            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors)}
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
               f"({len(timed)} candidates; heuristic {heur_ms and heur_ms * 1e3:.1f} us) {best}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -118,5 +118,5 @@ def build_kernel(backend: Backend, qw: QuantizedWeight, dtype: torch.dtype) -> n
     return backend.build(qw, dtype)
 
 
-for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton_int4", "fbgemm"):
+for _module in ("reference", "torch_ops", "gemlite", "marlin", "triton", "fbgemm"):
     importlib.import_module(f"specbench.quantization.backends.{_module}")

@@ -5,15 +5,12 @@ from __future__ import annotations
 from typing import Optional
 
 import torch
-from torch import nn
 
 from specbench.quantization import kernel_table
-from specbench.quantization.backends import Backend, register
+from specbench.quantization.backends.triton_layer import PATHS, TritonLayer
 from specbench.quantization.formats import pack_int32
-from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape, counters_needed, launch
+from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape, launch
 from specbench.quantization.qweight import QuantizedWeight
-
-PATHS = ("gemv", "dot")
 
 
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
@@ -38,40 +35,21 @@ def _(x, packed, scales, zeros, counters, group, config):
     return x.new_empty(x.shape[0], packed.shape[1])
 
 
-class Int4Triton(nn.Module):
+class Int4Triton(TritonLayer):
     def __init__(self, qw: QuantizedWeight, dtype: torch.dtype, gpu: str | None):
-        super().__init__()
-        self.n, self.k = qw.shape
-        self.group, self.gpu = qw.group_size, gpu
+        super().__init__(*qw.shape, qw.group_size, "w4a16", gpu, qw.device)
         packed, scales, zeros = pack(qw, dtype)
         self.register_buffer("packed", packed)
         self.register_buffer("scales", scales)
         self.register_buffer("zeros", zeros)
-        worst = max(counters_needed(self.n, kernel_table.MAX_SPLIT_M, KernelConfig("dot", 16, 16, 2)),
-                    counters_needed(self.n, 1, KernelConfig("gemv", 16, 16, 2)))
-        self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=qw.device))
-        self._chosen: dict[int, tuple[list[int], str]] = {}
-
-    def config(self, m: int) -> tuple[list[int], str]:
-        """The launch config for M rows (cached per M) and where it came from."""
-        if m not in self._chosen:
-            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m)
-            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
-                raise ValueError(f"config {cfg} has blocks under 16")
-            d = cfg.as_dict()
-            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
-        return self._chosen[m]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         config, _ = self.config(x.shape[0])
         return w4a16_mm(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group, config)
 
 
-@register
-class TritonInt4(Backend):
-    name = "triton"
-    schemes = ("w4a16",)
-    package, extra = "triton", "gpu"
+class TritonInt4:
+    """The ``triton`` backend's w4a16 half (``backends.triton`` dispatches to it)."""
 
     def limits(self, qw, dtype):
         n, k = qw.shape
@@ -86,9 +64,6 @@ class TritonInt4(Backend):
         return Int4Triton(qw, dtype, kernel_table.gpu_key(qw.device))
 
     def describe(self, qw):
-        n, k = qw.shape
-        gpu = kernel_table.gpu_key(qw.device)
-        tuned = kernel_table.shape_key(n, k, qw.group_size) in kernel_table.load(gpu).get("entries", {})
         return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
                 "packing": "int4 [K/8, N] int32 (GPTQ order, unsigned), 16-bit scales/zeros [G, N]",
-                "autotune": f"table {gpu}" if tuned else "heuristic (no table entry)"}
+                "autotune": kernel_table.describe_source(kernel_table.gpu_key(qw.device), *qw.shape, qw.group_size)}

@@ -1,0 +1,31 @@
+"""What the layers of specbench's Triton kernels share: the launch config per M (from ``kernel_table.choose``,
+cached per M, with where it came from) and the split-K counters."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from specbench.quantization import kernel_table, splitk
+
+PATHS = ("gemv", "dot")  # a config travels to the custom op as (path index, BN, BK, split, BM, warps, stages, ...)
+
+
+class TritonLayer(nn.Module):
+    def __init__(self, n: int, k: int, group: int, scheme: str, gpu: str | None, device: torch.device):
+        super().__init__()
+        self.n, self.k, self.group, self.scheme, self.gpu = n, k, group, scheme, gpu
+        # the most any config with blocks of at least 16 uses, up to the largest M that splits K
+        worst = splitk.counters_needed(n, kernel_table.MAX_SPLIT_M, 16, 16)
+        self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=device))
+        self._chosen: dict[int, tuple[list[int], str]] = {}
+
+    def config(self, m: int) -> tuple[list[int], str]:
+        """The launch config for M rows (cached per M) and where it came from."""
+        if m not in self._chosen:
+            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme)
+            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
+                raise ValueError(f"config {cfg} has blocks under 16")
+            d = cfg.as_dict()
+            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
+        return self._chosen[m]

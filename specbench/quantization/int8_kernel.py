@@ -1,0 +1,231 @@
+"""specbench's Triton kernels for int8 activations: W8A8 int8 and W4A8, ``y = x_q @ W_q.T * s_x[m] * s_w[n]``.
+
+Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs
+both); for 4-bit weights in even-odd order (each row's even inputs, then its odd ones). Weights are K-contiguous per
+output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K]; 4-bit codes uint8 [N, K/2], input 2i
+in the low nibble and 2i + 1 in the high one, two's complement. ``ws`` float32 [N] is the per-channel scale (the QQQ
+channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs`` [G, N]
+(QQQ's integers in [1, 16] as float16, other scales as float32).
+
+Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
+mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
+scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a float32
+accumulator. Two paths (``A8Config.path``):
+- ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
+  against a word of even activations, its high ones against the odd) into a [BN, words] accumulator, scaled per
+  group and reduced once at the end; the next tile's loads are issued before this one's products;
+- ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
+  (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
+  the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
+Both split K with ``splitk.store_tile``. Inline PTX (``dp4a``, the nibble moves) has a byte-wise fallback for
+Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``) the kernel is launched while the
+activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specbench.quantization import splitk
+from specbench.quantization.act_quant_kernel import INTERPRETED, PDL, quantize_per_token
+from specbench.quantization.splitk import TileConfig
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
+    triton = None
+else:
+    from specbench.quantization.splitk import store_tile
+
+    if PDL:
+        from triton.language.extra.cuda import gdc_wait
+
+
+MAX_K = (2**31 - 1) // (127 * 128)  # int32 sums of |x_q| <= 127 times |code| <= 128 (8 bits, or 16 x 4-bit codes)
+
+
+class A8Config(TileConfig):
+    """A launch config of this kernel (its fields: ``splitk.TileConfig``)."""
+
+
+def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | None:
+    """Why ``cfg`` cannot run an [N, K] ``bits``-bit weight with this group size (a constraint named), or None."""
+    if bits == 4 and k % 2:
+        return f"in_features {k} must be even (two 4-bit codes per byte)"
+    if k % group:
+        return f"in_features {k} must be a multiple of the group size {group}"
+    if k > MAX_K:
+        return f"in_features {k} is too large for exact int32 sums of int8 products (at most {MAX_K})"
+    if any(b & (b - 1) for b in (cfg.BN, cfg.BK, cfg.BM)):
+        return f"BN={cfg.BN}, BK={cfg.BK} and BM={cfg.BM} must be powers of two"
+    per_split = k // cfg.split if k % cfg.split == 0 else 0
+    if per_split == 0 or per_split % cfg.BK:
+        return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
+    if group != k and group % cfg.BK:
+        return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
+    if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK * bits < 256):
+        return (f"tl.dot on int8 needs BM, BN >= 16 and BK >= {256 // bits} (4 bits: two dots of BK/2; "
+                f"got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})")
+    if cfg.path == "gemv" and cfg.BK * bits < 32:
+        return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
+    return None
+
+
+if triton is not None:
+
+    @triton.jit
+    def _dp4a(a, b, c, ASM: tl.constexpr):
+        """c + the dot product of the four signed bytes of int32 ``a`` and ``b`` (PTX ``dp4a``; byte by byte
+        where inline PTX cannot run, e.g. in the interpreter)."""
+        if ASM:
+            return tl.inline_asm_elementwise("dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r", [a, b, c],
+                                             dtype=tl.int32, is_pure=True, pack=1)
+        else:
+            for i in tl.static_range(4):
+                c += ((a << (24 - 8 * i)) >> 24) * ((b << (24 - 8 * i)) >> 24)
+            return c
+
+    HIGH_NIBBLES = tl.constexpr(-252645136)  # 0xF0F0F0F0 as int32
+
+    @triton.jit
+    def _top_nibbles(b, LOW: tl.constexpr, ASM: tl.constexpr):
+        """uint8 ``b`` -> int8 16 x its low (``LOW``) or high nibble as a signed code, four bytes per 32-bit op."""
+        if ASM and LOW:
+            return tl.inline_asm_elementwise("{ .reg .b32 t; shl.b32 t, $1, 4; and.b32 $0, t, 0xF0F0F0F0; }", "=r,r",
+                                             [b], dtype=tl.int8, is_pure=True, pack=4)
+        elif ASM:
+            return tl.inline_asm_elementwise("and.b32 $0, $1, 0xF0F0F0F0;", "=r,r", [b], dtype=tl.int8, is_pure=True,
+                                             pack=4)
+        else:
+            return ((b << 4) & 0xF0 if LOW else b & 0xF0).to(tl.int8, bitcast=True)
+
+    @triton.jit
+    def _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP: tl.constexpr, CHANNEL: tl.constexpr):
+        """(int32, float32) accumulators after a tile's int32 products ``part``: per-channel weights keep the int32
+        sum (``part`` already includes ``acc``), grouped ones add ``part`` times the tile's group scale."""
+        if CHANNEL:
+            acc = part
+        else:
+            g = tl.load(gs_ptr + (k0 // GROUP) * N + cols, mask=col_ok, other=0.0).to(tl.float32)
+            accf += g[:, None] * part.to(tl.float32)
+        return acc, accf
+
+    @triton.jit
+    def _gemv_weights(w_rows, k0, k_end, col_ok, BITS: tl.constexpr):
+        """The weight words of the tile at input k0; nothing is read past ``k_end`` or N (what is masked off is never
+        used, so it is not zeroed)."""
+        ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]  # tensor & tensor: bool in the interpreter
+        return tl.load(w_rows + k0 * BITS // 32, mask=ok, eviction_policy="evict_first")
+
+    @triton.jit
+    def _gemv_acts(x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
+        """The activation words of the tile at input k0 (4 bits: the even and the odd ones)."""
+        ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]
+        xa = tl.load(x_rows + k0 * BITS // 32, mask=ok)
+        if BITS == 8:
+            xb = xa
+        else:
+            xb = tl.load(x_rows + K // 8 + k0 // 8, mask=ok)
+        return xa, xb
+
+    @triton.jit(do_not_specialize=["M"])
+    def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
+                  BITS: tl.constexpr, GROUP: tl.constexpr, CHANNEL: tl.constexpr, SPLIT_K: tl.constexpr,
+                  GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr,
+                  PDL: tl.constexpr):
+        pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        cols = pid_n * BN + tl.arange(0, BN)
+        col_ok = cols < N
+        rows = pid_m * BM + tl.arange(0, BM)
+        row_ok = rows < M
+        k_len = K // tl.num_programs(2)
+        k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: each split is whole BK tiles
+        k_end = k_begin + k_len
+        if PDL and not GEMV:  # launched while the activation-quant kernel may still run: wait for its codes
+            gdc_wait()
+        if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4] (4 bits: even-odd order)
+            W: tl.constexpr = BK * BITS // 32
+            j = tl.arange(0, W)
+            w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + j[None, :]
+            x_rows = xq_ptr + j[None, :] + 0 * cols[:, None]  # loaded per weight row (cached): the tile's layout
+            acc = tl.zeros((BN, W), dtype=tl.int32)
+            accf = tl.zeros((BN, W), dtype=tl.float32)
+            w_next = _gemv_weights(w_rows, k_begin, k_end, col_ok, BITS)
+            if PDL:  # the first weight tile streams in while the activation-quant kernel finishes
+                gdc_wait()
+            xa_next, xb_next = _gemv_acts(x_rows, k_begin, k_end, col_ok, K, BITS)
+            for k0 in range(k_begin, k_end, BK):  # the next tile's loads are issued before this one's products
+                w, xa, xb = w_next, xa_next, xb_next
+                w_next = _gemv_weights(w_rows, k0 + BK, k_end, col_ok, BITS)
+                xa_next, xb_next = _gemv_acts(x_rows, k0 + BK, k_end, col_ok, K, BITS)
+                part = acc if CHANNEL else tl.zeros_like(acc)
+                if BITS == 8:
+                    part = _dp4a(w, xa, part, ASM)
+                else:  # word j: inputs 8j + (0, 2, 4, 6) in its low nibbles against the even activations' word,
+                    # 8j + (1, 3, 5, 7) in the high ones against the odd; each nibble moved to its byte's top (x 16)
+                    part = _dp4a((w << 4) & HIGH_NIBBLES, xa, part, ASM)
+                    part = _dp4a(w & HIGH_NIBBLES, xb, part, ASM)
+                acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
+            out = tl.sum(acc.to(tl.float32) if CHANNEL else accf, axis=1)[None, :]
+        else:  # bytes: weights [N, K * BITS / 8], activations [M, K] (4 bits: even-odd order)
+            KB: tl.constexpr = BK * BITS // 8
+            w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
+            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, KB)[None, :]
+            acc = tl.zeros((BN, BM), dtype=tl.int32)
+            accf = tl.zeros((BN, BM), dtype=tl.float32)
+            for k0 in range(k_begin, k_end, BK):
+                b = tl.load(w_rows + k0 * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+                xa = tl.load(x_rows + k0 * BITS // 8, mask=row_ok[:, None], other=0)
+                part = acc if CHANNEL else tl.zeros_like(acc)
+                if BITS == 8:
+                    part = tl.dot(b, tl.trans(xa), part, out_dtype=tl.int32)
+                else:  # byte i: inputs 2i (low nibble) against the even activations, 2i + 1 (high) the odd
+                    xb = tl.load(x_rows + K // 2 + k0 // 2, mask=row_ok[:, None], other=0)
+                    part = tl.dot(_top_nibbles(b, True, ASM), tl.trans(xa), part, out_dtype=tl.int32)
+                    part = tl.dot(_top_nibbles(b, False, ASM), tl.trans(xb), part, out_dtype=tl.int32)
+                acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
+            out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
+        ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
+        sx = tl.load(sx_ptr + rows, mask=row_ok, other=0.0)
+        store_tile(out * ws[None, :] * sx[:, None], y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
+
+
+def counters_needed(n: int, m: int, cfg: A8Config) -> int:
+    """Counter slots a split-K launch uses: one per output tile."""
+    return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.path == "gemv" else cfg.BM)
+
+
+def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None, counters: torch.Tensor,
+           bits: int, group: int, cfg: A8Config) -> torch.Tensor:
+    """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype``."""
+    xq, sx = quantize_per_token(x, even_odd=bits == 4)
+    return launch(xq, sx, weight, ws, gs, counters, bits, group, cfg, x.dtype)
+
+
+def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None,
+           counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype) -> torch.Tensor:
+    """``xq`` [M, K] int8 (even-odd order for 4-bit weights) with per-row scales ``sx`` times the packed [N, K]
+    weight -> [M, N] in ``dtype``; ``counters`` int32 zeros (>= the ``counters_needed`` slots when ``cfg.split`` > 1)
+    are left zero again."""
+    m, k = xq.shape
+    n = weight.shape[0]
+    if cfg.path == "gemv" and m != 1:
+        raise ValueError(f"the gemv path takes one row, not M={m}")
+    reason = check_shape(n, k, group, bits, cfg)
+    if reason:
+        raise ValueError(reason)
+    bm = 1 if cfg.path == "gemv" else cfg.BM
+    if m == 0:
+        return torch.empty(m, n, dtype=dtype, device=xq.device)
+    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters)
+    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
+    if cfg.path == "gemv":  # the gemv path reads int32 words
+        xq, weight = xq.view(torch.int32), weight.view(torch.int32)
+    a8_kernel[grid](
+        xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
+        BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
+        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL,
+        num_warps=cfg.warps, num_stages=cfg.stages, **({"launch_pdl": True} if PDL else {}),
+    )
+    return y

@@ -1,0 +1,74 @@
+"""Split-K output tiles for specbench's Triton kernels, with no zeroing kernel.
+
+Each of the ``split`` programs of an output tile writes its float32 partial sum to a workspace [split, M, N] and
+bumps the tile's int32 counter; the last one to arrive sums the partials, writes ``y`` and resets the counter to
+zero, so the counters stay zero between launches (and CUDA-graph replays).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
+    triton = None
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """The launch shape of a split-K Triton kernel (each kernel's config class adds its own fields)."""
+
+    path: str  # "gemv" (M = 1 only) or "dot"
+    BN: int
+    BK: int
+    split: int = 1
+    BM: int = 16  # dot path only
+    warps: int = 4
+    stages: int = 2
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def counters_needed(n: int, m: int, bn: int, bm: int) -> int:
+    """Counter slots a split-K launch uses: one per [bm, bn] output tile."""
+    return -(-n // bn) * -(-m // bm)
+
+
+def outputs(m: int, n: int, dtype: torch.dtype, device, split: int, bn: int, bm: int,
+            counters: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``y`` [M, N], the partial-sum workspace, which is ``y`` itself without a split); checks the counters."""
+    y = torch.empty(m, n, dtype=dtype, device=device)
+    if split == 1:
+        return y, y
+    if counters.numel() < counters_needed(n, m, bn, bm):
+        raise ValueError(f"{counters.numel()} split-K counters, {counters_needed(n, m, bn, bm)} needed")
+    return y, torch.empty(split, m, n, dtype=torch.float32, device=device)
+
+
+if triton is not None:
+
+    @triton.jit
+    def store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K: tl.constexpr):
+        """Write the [BM, BN] float32 tile ``acc`` of output rows ``rows`` and columns ``cols`` to ``y``, or with
+        split K, as this program's partial (the last program of the tile sums them)."""
+        out_mask = (rows < M)[:, None] & (cols < N)[None, :]
+        if not SPLIT_K:
+            tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], acc.to(y_ptr.dtype.element_ty), mask=out_mask)
+        else:
+            pid_k, split = tl.program_id(2), tl.num_programs(2)
+            tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+            part = part_ptr + rows[:, None] * N + cols[None, :]
+            tl.store(part + pid_k * M * N, acc, mask=out_mask)
+            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+            if done == split - 1:  # the last program of this tile sums the partials
+                total = tl.zeros_like(acc)
+                for i in range(split):
+                    total += tl.load(part + i * M * N, mask=out_mask, other=0.0, cache_modifier=".cg")
+                tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], total.to(y_ptr.dtype.element_ty),
+                         mask=out_mask)
+                tl.atomic_xchg(count_ptr + tile, 0)

@@ -1,0 +1,63 @@
+"""specbench's Triton int8-activation kernels (w8a8_int8, w4a8) on the GPU against ``reference``, over every distinct
+linear shape of Llama-3-8B/70B and M in {1, 2, 3, 16, 33, 64, 128}, with the committed table's configs (or the
+heuristic), both M = 1 paths, and CUDA-graph replays (skipped without CUDA)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specbench.quantization import QuantLinear, get_scheme, quantize_rtn
+from specbench.quantization.int8_kernel import A8Config
+from specbench.quantization.tune import model_shapes
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+VARIANTS = [("w8a8_int8", -1), ("w4a8", -1), ("w4a8", 128)]
+TOLERANCE = {8: 5e-3, 4: 1e-2}
+MS = (1, 2, 3, 16, 33, 64, 128)
+SHAPES = list(dict.fromkeys((k, n) for model in ("llama-3-8b", "llama-3-70b") for _, k, n in model_shapes(model)[0]))
+
+
+def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return ((a.float() - b.float()).norm() / b.float().norm()).item()
+
+
+def layers(scheme: str, group: int, k: int, n: int, seed: int = 0) -> tuple[QuantLinear, QuantLinear]:
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    qw = quantize_rtn(torch.randn(n, k, device="cuda", generator=gen) * 0.02, get_scheme(scheme), group)
+    return QuantLinear(qw, None, "triton", torch.bfloat16), QuantLinear(qw, None, "reference", torch.bfloat16)
+
+
+@pytest.mark.parametrize("scheme,group", VARIANTS)
+@pytest.mark.parametrize("k,n", SHAPES)
+def test_kernel_matches_reference_on_the_shipped_shapes(scheme, group, k, n):
+    fast, ref = layers(scheme, group, k, n)
+    assert fast.info["backend"] == "triton" and fast.info["kernel"].startswith("specbench Triton")
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    for m in MS:
+        x = torch.randn(m, k, device="cuda", generator=gen, dtype=torch.bfloat16)
+        with torch.no_grad():
+            err = rel(fast(x), ref(x))
+        assert err < TOLERANCE[get_scheme(scheme).bits], (scheme, group, k, n, m, fast.kernel.config(m), err)
+        assert int(fast.kernel.counters.abs().sum()) == 0, "split-K counters must be left at zero"
+
+
+@pytest.mark.parametrize("scheme,group", VARIANTS)
+@pytest.mark.parametrize("cfg", [A8Config("gemv", 32, 128, split=4), A8Config("gemv", 128, 128, split=2, warps=8),
+                                 A8Config("dot", 64, 128, split=4, stages=4), A8Config("dot", 128, 64, split=1)])
+def test_both_one_row_paths_and_graph_replays(scheme, group, cfg):
+    fast, ref = layers(scheme, group, 4096, 1024)
+    d = cfg.as_dict()
+    fast.kernel._chosen[1] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
+    x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = ref(x)
+        assert rel(fast(x), want) < TOLERANCE[get_scheme(scheme).bits], (scheme, group, cfg)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = fast(x)
+        for _ in range(3):
+            graph.replay()
+        torch.cuda.synchronize()
+    assert rel(y, want) < TOLERANCE[get_scheme(scheme).bits], (scheme, group, cfg, "graph")
+    assert int(fast.kernel.counters.abs().sum()) == 0
