@@ -1,7 +1,7 @@
 """Time the Triton kernels' candidate configs for every linear shape of the shipped models; write the table.
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
-        [--models llama-3-70b] [--buckets 1 16 64] [--groups 128] [--deq 3]
+        [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph replays over
@@ -259,6 +259,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--buckets", nargs="+", type=int, default=list(BUCKETS))
     parser.add_argument("--groups", nargs="+", type=int, default=list(GROUPS),
                         help="-1: per-channel; a scheme takes only the ones it supports")
+    parser.add_argument("--shapes", nargs="+", default=None, help="only these linears (labels of model_shapes: qkv, "
+                        "o, gate_up, down); default: all")
     parser.add_argument("--deq", nargs="+", type=int, default=None, help="w4a16: time only dot candidates with these "
                         "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
     parser.add_argument("--replays", type=int, default=5)
@@ -270,7 +272,8 @@ def main(argv: list[str] | None = None) -> dict:
     if found != args.gpu:
         parser.error(f"--gpu {args.gpu} but this process sees {torch.cuda.get_device_name() if found else 'no'} GPU")
     out = args.out or kernel_table.TABLES / f"{args.gpu}.json"
-    keys = list(dict.fromkeys((n, k) for model in args.models for _, k, n in model_shapes(model)[0]))
+    keys = list(dict.fromkeys((n, k) for model in args.models for label, k, n in model_shapes(model)[0]
+                              if args.shapes is None or label in args.shapes))
     work = [(s, n, k, g, m) for s in args.schemes for m in args.buckets for g in args.groups
             if g in SCHEMES[s].group_sizes for n, k in keys]
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
