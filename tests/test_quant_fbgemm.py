@@ -100,8 +100,11 @@ def _shipped_shapes() -> list[tuple[int, int]]:
 
 
 # (scheme, group, sym, bound): 4-bit 1e-2, 8-bit 5e-3 (bf16 output rounding is ~1e-3)
+# f8i4bf16_shuffled misses the 4-bit bound: rel. error 1.03e-2 at M = 2 on 28672x4096 (H200, 2026-12-01, fbgemm-gpu-genai
+# 1.6.0; docs/quantization.md); strict, so a kernel or packing that reaches the bound shows up as a pass
+W4A8_FP8_MISSES = pytest.mark.xfail(strict=True, reason="fbgemm's w4a8_fp8 kernel is ~1e-2 off the reference")
 GPU_LAYOUTS = [("w4a16", 128, True, 1e-2), ("w4a16", 128, False, 1e-2), ("w4a16", -1, True, 1e-2),
-               ("w4a8_fp8", 128, True, 1e-2), ("w8a8_fp8", -1, True, 5e-3)]
+               pytest.param("w4a8_fp8", 128, True, 1e-2, marks=W4A8_FP8_MISSES), ("w8a8_fp8", -1, True, 5e-3)]
 
 
 @pytest.mark.skipif(not _fbgemm_ready(), reason="needs an sm90 GPU and fbgemm-gpu-genai")
