@@ -51,17 +51,22 @@ def profile_step(model, context: int, max_seq_len: int, steps: int, compile: boo
     pos = torch.full((1,), context, device="cuda")
     mask = causal_mask(context, 1, runner.total_slots, "cuda")
     runner(ids, pos, pos, mask)  # captures
-    replay = lambda: runner(ids, pos, pos, mask)  # noqa: E731
-    step_ms = time_calls(replay, "cuda", replays=50, warmup=5).median_ms
+    result = profiled(lambda: runner(ids, pos, pos, mask), steps)
+    del runner
+    return result
+
+
+def profiled(fn, steps: int) -> dict:
+    """``fn``'s median replay time, and its kernels per call under the CUDA profiler."""
     from torch.profiler import ProfilerActivity, profile
 
+    step_ms = time_calls(fn, "cuda", replays=50, warmup=5).median_ms
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):
-            replay()
+            fn()
         torch.cuda.synchronize()
     table, busy, span = kernel_table(prof, steps)
-    del runner
     return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
 
 
@@ -106,13 +111,19 @@ def attention_alone(model, context: int, slots: int, n: int = 1) -> dict:
     return out
 
 
-def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def profile_arguments(doc: str, max_seq_len: int) -> argparse.ArgumentParser:
+    """The profilers' shared command line: output folder, model shape, cache size and profiled replays."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--model", default="llama-3-8b-instruct")
-    parser.add_argument("--context", type=int, default=256)
-    parser.add_argument("--max-seq-len", type=int, default=448)
+    parser.add_argument("--max-seq-len", type=int, default=max_seq_len)
     parser.add_argument("--steps", type=int, default=20)
+    return parser
+
+
+def main(argv=None) -> dict:
+    parser = profile_arguments(__doc__, 448)
+    parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--gemv", action="store_true")
     parser.add_argument("--compile", action="store_true", help="also profile the torch.compile'd forward")
     args = parser.parse_args(argv)

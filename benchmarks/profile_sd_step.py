@@ -11,44 +11,23 @@ for each SDPA backend that accepts a boolean mask with GQA.
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import torch
 
-from benchmarks.profile_decode import attention_alone, kernel_table
+from benchmarks.profile_decode import attention_alone, profile_arguments, profiled
 from specbench.config import EngineConf, ModelConf
 from specbench.decoding.generate import generate
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
-from specbench.timing.timer import time_calls
 from specbench.timing.trees import eagle_like_tree
-
-
-def profiled(fn, steps: int) -> dict:
-    """``fn``'s median replay time and its kernels per call."""
-    from torch.profiler import ProfilerActivity, profile
-
-    step_ms = time_calls(fn, "cuda", replays=50, warmup=5).median_ms
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(steps):
-            fn()
-        torch.cuda.synchronize()
-    table, busy, span = kernel_table(prof, steps)
-    return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
 
 
 @torch.inference_mode()
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--model", default="llama-3-8b-instruct")
+    parser = profile_arguments(__doc__, 512)
     parser.add_argument("--prompt", type=int, default=128)
-    parser.add_argument("--max-seq-len", type=int, default=512)
     parser.add_argument("--tokens", type=int, default=60, help="verified tokens n (root included)")
-    parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--compile", action="store_true")
     parser.add_argument("--no-gemv", action="store_true")
     args = parser.parse_args(argv)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +158,14 @@ def hydra_compose():
 
         yield make
     GlobalHydra.instance().clear()
+
+
+def run_in_interpreter(script: str) -> None:
+    """Run ``script`` in a subprocess under Triton's interpreter; it must exit cleanly and print only "ok"."""
+    pytest.importorskip("triton")
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(root)}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900,
+                          cwd=root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"

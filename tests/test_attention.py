@@ -1,8 +1,5 @@
 """The cache-block-skipping attention kernel: SDPA's result under Triton's interpreter, and its dispatch."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -10,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from specbench.model import attention
+from tests.conftest import run_in_interpreter
 
 # float16: the interpreter's bfloat16 dot is not exact enough to test against; the GPU test covers bfloat16
 INTERPRETED = textwrap.dedent("""
@@ -41,11 +39,7 @@ INTERPRETED = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU test; the GPU test compiles the kernel itself")
 def test_kernel_matches_sdpa_in_the_interpreter():
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "ok"
+    run_in_interpreter(INTERPRETED)
 
 
 def test_cpu_and_large_forwards_go_to_sdpa():

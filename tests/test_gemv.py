@@ -1,14 +1,12 @@
 """The Triton decode GEMV: its arithmetic (Triton's interpreter on a CPU), its dispatch, and the model switch."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 import torch
 
 from specbench.model import gemv, load_model
+from tests.conftest import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
     import torch
@@ -30,11 +28,7 @@ INTERPRETED = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_kernel_matches_float_reference_in_the_interpreter():
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    proc = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "ok"
+    run_in_interpreter(INTERPRETED)
 
 
 def test_rows_other_than_one_and_cpu_tensors_are_left_to_f_linear():

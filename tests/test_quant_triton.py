@@ -7,11 +7,7 @@ covered on the GPU by ``tune``'s check of every table entry and ``tests/test_qua
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,8 +17,7 @@ from specbench.quantization import (
 )
 from specbench.quantization.backends import BACKENDS, resolve
 from specbench.quantization.int4_kernel import KernelConfig, check_shape
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
     import torch
@@ -102,16 +97,6 @@ INTERPRETED = textwrap.dedent("""
                 assert rel(y1, x[:1] @ dense.t()) < 1e-2, (name, act_order, asym, "M=1")
     print("ok")
 """)
-
-
-def run_in_interpreter(script: str) -> None:
-    """Run ``script`` in a subprocess under Triton's interpreter; it must exit cleanly and print only "ok"."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=900,
-                          cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "ok"
 
 
 @pytest.mark.slow  # the Triton interpreter: ~15 s on two cores

@@ -16,7 +16,7 @@ import torch
 from specbench.quantization import QuantizedWeight, get_scheme, kernel_table, quantize_rtn
 from specbench.quantization.backends import BACKENDS
 from specbench.quantization.int8_kernel import A8Config, check_shape
-from tests.test_quant_triton import run_in_interpreter
+from tests.conftest import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
     import json, tempfile
