@@ -15,11 +15,6 @@ INTERPRETED = textwrap.dedent("""
     from specbench.model import attention
     torch.manual_seed(0)
 
-    def visible(mask):  # prepare's block list, computed here since the mask is not on a GPU
-        blocks = -(-mask.shape[-1] // attention.BLOCK_N)
-        padded = F.pad(mask[0, 0], (0, blocks * attention.BLOCK_N - mask.shape[-1]))
-        live = padded.view(mask.shape[2], blocks, -1).any(-1).any(0)
-        return mask, torch.argsort((~live).to(torch.int8), stable=True).to(torch.int32), live.sum().view(1).int()
     # heads, kv heads, queries, cache slots, head dim, committed prefix
     for h, kvh, n, slots, d, start in [(4, 2, 1, 80, 64, 10), (8, 2, 3, 130, 64, 60), (4, 4, 17, 200, 128, 100),
                                        (8, 1, 5, 64, 64, 0)]:
@@ -28,7 +23,7 @@ INTERPRETED = textwrap.dedent("""
         mask = torch.zeros(1, 1, n, slots, dtype=torch.bool)
         mask[..., :start] = True
         mask[0, 0, :, start:start + n] = (torch.rand(n, n) < 0.4) | torch.eye(n, dtype=torch.bool)
-        out = attention.masked_attention(q, k, v, *visible(mask))
+        out = attention.masked_attention(q, k, v, mask, *attention.visible_blocks(mask))
         ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, enable_gqa=h != kvh)
         err = ((out.float() - ref).norm() / ref.norm()).item()
         assert out.shape == q.shape and err < 2e-3, (h, kvh, n, slots, d, start, err)
@@ -39,7 +34,18 @@ INTERPRETED = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU test; the GPU test compiles the kernel itself")
 def test_kernel_matches_sdpa_in_the_interpreter():
-    run_in_interpreter(INTERPRETED)
+    assert run_in_interpreter(INTERPRETED) == "ok"
+
+
+def test_visible_blocks_lists_the_attended_blocks_first():
+    bn = attention.BLOCK_N
+    mask = torch.zeros(1, 1, 2, 4 * bn + 3, dtype=torch.bool)  # five blocks, the last one partial
+    mask[0, 0, 0, :5] = True  # block 0
+    mask[0, 0, 1, 2 * bn + 7] = True  # block 2
+    mask[0, 0, 1, -1] = True  # a padding row's scratch slot: the partial block 4
+    order, count = attention.visible_blocks(mask)
+    assert count.tolist() == [3] and order.dtype == count.dtype == torch.int32
+    assert order.tolist() == [0, 2, 4, 1, 3]
 
 
 def test_cpu_and_large_forwards_go_to_sdpa():

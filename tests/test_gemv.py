@@ -28,7 +28,7 @@ INTERPRETED = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_kernel_matches_float_reference_in_the_interpreter():
-    run_in_interpreter(INTERPRETED)
+    assert run_in_interpreter(INTERPRETED) == "ok"
 
 
 def test_rows_other_than_one_and_cpu_tensors_are_left_to_f_linear():

@@ -101,7 +101,7 @@ INTERPRETED = textwrap.dedent("""
 
 @pytest.mark.slow  # the Triton interpreter: ~15 s on two cores
 def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
-    run_in_interpreter(INTERPRETED)
+    assert run_in_interpreter(INTERPRETED) == "ok"
 
 
 def test_shapes_the_kernel_cannot_run_name_the_constraint():

@@ -140,7 +140,7 @@ INTERPRETED = textwrap.dedent("""
 
 @pytest.mark.slow  # the Triton interpreter: ~25 s on two cores
 def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpreter():
-    run_in_interpreter(INTERPRETED)
+    assert run_in_interpreter(INTERPRETED) == "ok"
 
 
 def test_shapes_the_kernels_cannot_run_name_the_constraint():

@@ -58,7 +58,7 @@ class EagleDrafter(Drafter):
                              "tokens including the root); lower eagle.tree_size")
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
         self.target_features = head.target_layers
-        ctx.target.model.feature_layers = head.target_layers  # what the target's forwards return for the head
+        ctx.target.model.feature_layers = self.target_features  # what the target's forwards return for the head
         target_runner = ctx.target.runner
         self.runner = ForwardRunner(head, target_runner.max_seq_len + depth * topk,
                                     cuda_graphs=target_runner.cuda_graphs, buckets=target_runner.buckets,

@@ -45,16 +45,22 @@ class CacheMask(NamedTuple):
     count: torch.Tensor | None = None
 
 
+def visible_blocks(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(indices of the ``BLOCK_N``-slot blocks of ``mask`` [1, 1, n, S] that any query may attend, listed first,
+    then the others; how many there are [1]), int32, on the mask's device."""
+    n, slots = mask.shape[-2:]
+    blocks = -(-slots // BLOCK_N)
+    pad = blocks * BLOCK_N - slots
+    padded = F.pad(mask[0, 0], (0, pad)) if pad else mask[0, 0]
+    live = padded.reshape(n, blocks, BLOCK_N).any(-1).any(0)
+    return torch.argsort((~live).to(torch.int8), stable=True).to(torch.int32), live.sum(dtype=torch.int32).view(1)
+
+
 def prepare(mask: torch.Tensor) -> CacheMask:
     """``mask`` with its visible-block list when the kernel will read it (a CUDA forward of few queries)."""
-    n, slots = mask.shape[-2:]
-    if not (mask.is_cuda and n <= MAX_QUERIES and triton is not None):
+    if not (mask.is_cuda and mask.shape[-2] <= MAX_QUERIES and triton is not None):
         return CacheMask(mask)
-    blocks = triton.cdiv(slots, BLOCK_N)
-    padded = F.pad(mask[0, 0], (0, blocks * BLOCK_N - slots))
-    live = padded.view(n, blocks, BLOCK_N).any(-1).any(0)
-    order = torch.argsort((~live).to(torch.int8), stable=True).to(torch.int32)
-    return CacheMask(mask, order, live.sum(dtype=torch.int32).view(1))
+    return CacheMask(mask, *visible_blocks(mask))
 
 
 def fits(q: torch.Tensor, keys: torch.Tensor, mask: CacheMask) -> bool:

@@ -35,8 +35,9 @@ class GroupQuantizer(Protocol):
 
     ``extra`` holds the checkpoint tensors of the group that filled no dense parameter (e.g. GPTQ's
     ``qweight``/``qzeros``/``scales``, or int8/fp8 ``weight`` codes); ``missing`` the dense parameter names
-    left unfilled, under the checkpoint's names (``self_attn.q_proj.weight``, not the stacked ``qkv``). The quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns
-    the names from ``missing`` it has now provided; whatever is left in ``extra`` stops the load.
+    left unfilled, under the checkpoint's names (``self_attn.q_proj.weight``, not the stacked ``qkv``). The
+    quantizer swaps linears in place, pops the tensors it reads from ``extra`` and returns the names from
+    ``missing`` it has now provided; whatever is left in ``extra`` stops the load.
     """
 
     def __call__(self, group: nn.Module, prefix: str, extra: dict[str, torch.Tensor], missing: set[str]) -> set[str]: ...
