@@ -55,15 +55,18 @@ def main(cfg: DictConfig) -> None:
         measure(cfg)
 
 
-def measure(cfg: DictConfig) -> None:
-    """Check the settings (``runner.preflight``), run the job, print its summary."""
-    from hydra.core.hydra_config import HydraConfig
-
+def measure(cfg: DictConfig, experiment: str | None = None) -> None:
+    """Check the settings (``runner.preflight``), run the job, print its summary. ``experiment``: the
+    ``+experiment=`` choice, read from Hydra when the job runs under ``hydra.main``."""
     from specbench.runner.gpu_pool import resolve_device
     from specbench.runner.preflight import check_memory, preflight
 
+    if experiment is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        experiment = HydraConfig.get().runtime.choices.get("experiment")
     leasing = cfg.runtime.device == "cuda:auto"
-    preflight(cfg, experiment=HydraConfig.get().runtime.choices.get("experiment"))  # starts no CUDA
+    preflight(cfg, experiment=experiment)  # starts no CUDA
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
     if leasing:

@@ -30,10 +30,12 @@ def test_plan_covers_every_timing_experiment_most_valuable_first_with_a_source_p
     plan = runs()
     assert len({r.id for r in plan}) == len(plan)
     assert TIMING_EXPERIMENTS <= {r.experiment for r in plan}
-    assert plan[0].id.startswith("hierspec_70b/w4a16/")
-    assert min(i for i, r in enumerate(plan) if r.experiment == "compat_llama3_8b") < \
-        min(i for i, r in enumerate(plan) if r.experiment == "eagle_configs") < \
-        min(i for i, r in enumerate(plan) if r.experiment.startswith("quasar"))
+    assert plan[0].id == "compat_llama3_8b/fp16/n60"
+    first = {}
+    for i, run in enumerate(plan):
+        first.setdefault(run.experiment, i)
+    assert first["compat_llama3_8b"] < first["eagle_configs"] < first["quasar_table1"] < first["hierspec_70b"]
+    assert {"eagle3", "eagle3_70b"} <= set(first)
     for run in plan:
         assert run.taus and all(tau.source and tau.value >= 1 for tau in run.taus.values()), run.id
 
@@ -74,23 +76,49 @@ def test_task_shaped_prompts_follow_the_stated_lengths_and_are_reproducible():
 
 
 def test_a_cut_chunk_resumes_and_done_runs_are_skipped(tmp_path, monkeypatch):
-    plan = runs()[:3]
-    outcomes = iter([ex.DONE, ex.CUT, ex.DONE, ex.DONE])
+    plan = runs()[:4]
+    # what each worker does, run by run, as the worker would: "done", "failed", "cut" (stopped by the budget while
+    # measuring), "crash" (dies while measuring)
+    scripts = iter([["done", "cut"], ["done", "crash"], ["done"]])
     started = []
 
-    def fake_launch(command, log, timeout_s):
-        started.append(next(r.id for r in plan if f"hydra.run.dir={tmp_path / 'logs' / r.id}" in command))
-        return next(outcomes), 1.0
+    def fake_launch(job, log, timeout_s):
+        todo = json.loads(job.read_text())["runs"]
+        for run_id, outcome in zip(todo, next(scripts)):
+            ledger = ex.Ledger(tmp_path)
+            ledger.start(next(r for r in plan if r.id == run_id), log, [])
+            started.append(run_id)
+            if outcome in ("cut", "crash"):  # the worker stops with the run marked running
+                return outcome == "crash"
+            ledger.finish(run_id, outcome, 1.0)
+        return True
 
     monkeypatch.setattr(ex, "launch", fake_launch)
-    first = ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, 2, say=lambda _: None)
-    assert first == {"done": 1, "cut": 1, "failed": 0, "pending": 2}  # the cut run and the one never started
-    second = ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, 2, say=lambda _: None)
-    assert second["done"] == 2 and started == [plan[0].id, plan[1].id, plan[1].id, plan[2].id]
+    first = ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, say=lambda _: None)
+    assert first == {"done": 1, "cut": 1, "failed": 0, "pending": 3, "failed_left": 0}  # the cut run and the two never started
+    second = ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, say=lambda _: None)
+    # the cut run resumes and finishes; the next one dies with its worker; a new worker runs the last one
+    assert second == {"done": 2, "cut": 0, "failed": 1, "pending": 0, "failed_left": 1}
+    assert started == [plan[0].id, plan[1].id, plan[1].id, plan[2].id, plan[3].id]
     ledger = json.loads((tmp_path / "campaign.json").read_text())["runs"]
     assert ledger[plan[1].id]["attempts"] == 2 and ledger[plan[1].id]["tau_source"] == plan[1].source()
-    assert ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, 2, say=lambda _: None)["done"] == 0
-    assert ex.execute(runs()[3:5], ex.PROFILES["h200"], tmp_path, 10, 2, say=lambda _: None)["pending"] == 2
+    assert ledger[plan[2].id]["status"] == "failed"
+    assert ex.execute(plan, ex.PROFILES["h200"], tmp_path, 600, say=lambda _: None)["done"] == 0  # failed: skipped
+    assert ex.execute(runs()[4:6], ex.PROFILES["h200"], tmp_path, 10, say=lambda _: None)["pending"] == 2
+
+
+def test_campaign_profiles_take_fewer_prompts_per_task_on_six_task_runs_and_short_warmups():
+    h200, plan = ex.PROFILES["h200"], runs()
+    six = next(r for r in plan if r.experiment == "hierspec_70b")
+    one = next(r for r in plan if r.experiment == "compat_llama3_8b")
+    assert "dataset.synthetic_questions=1" in ex.overrides(six, h200, Path("/tmp/c"))
+    assert "dataset.synthetic_questions=2" in ex.overrides(one, h200, Path("/tmp/c"))
+    assert "dataset.synthetic_questions=3" in ex.overrides(six, h200, Path("/tmp/c"), questions=3)
+    assert "timing.warmup_new_tokens=128" in ex.overrides(one, h200, Path("/tmp/c"))
+    # each block of runs on one target cell is contiguous, so a worker builds each target once per block
+    cells = [next((o for o in r.overrides if o.startswith("experiment/cell=")), r.target) for r in plan
+             if r.experiment in ("compat_llama3_8b", "eagle_configs")]
+    assert cells == sorted(cells, key=cells.index)
 
 
 @pytest.mark.slow  # a smoke campaign chunk: ~10 s

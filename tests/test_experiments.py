@@ -94,7 +94,7 @@ def test_paper_settings(hydra_compose):
     rot = hydra_compose("+experiment=compat_llama3_8b", "experiment/cell=l3_8b_w4a16_rot")  # optional cells
     assert rot.quant.scheme == "auto" and rot.quant.rotated and "on-W4A16-Rot" in rot.drafter.head
     qqq = hydra_compose("+experiment=compat_llama3_8b", "experiment/cell=l3_8b_w4a8_g128")
-    assert (qqq.quant.scheme, qqq.quant.backend, qqq.quant.group_size) == ("w4a8", "marlin", 128)
+    assert (qqq.quant.scheme, qqq.quant.backend, qqq.quant.group_size) == ("w4a8", "auto", 128)
     c = hydra_compose("+experiment=compat_llama3_70b", hydra_cfg=True)
     assert sweep(c)["drafter.tree_size"] == ["24", "32", "40", "48"] and c.model.shape_only
     assert c.timing.acceptance == "replay" and c.timing.replay_tau == 4.16

@@ -10,17 +10,19 @@ import argparse
 import datetime
 from pathlib import Path
 
-from specbench.campaign.execute import PROFILES, Ledger, default_root, estimate_s, execute, overrides, select
+from specbench.campaign.execute import (PROFILES, Ledger, default_root, estimate_s, execute, overrides, same_target,
+                                        select)
 from specbench.campaign.plan import runs
 
 
-def show(plan, profile, root: Path, questions: int, verbose: bool) -> str:
+def show(plan, profile, root: Path, questions: int | None, verbose: bool) -> str:
     ledger = Ledger(root)
-    lines = [f"campaign {profile.gpu}: {len(plan)} runs into {root} ({questions} synthetic prompts per task); "
-             "estimate = rough H200 seconds"]
+    per_task = questions or f"{profile.questions} (single-task runs) / {profile.many_task_questions or profile.questions}"
+    lines = [f"campaign {profile.gpu}: {len(plan)} runs into {root} ({per_task} synthetic prompts per task); "
+             "estimate = rough H200 seconds, a target's build counted once per stretch of runs on it"]
     total = left = 0.0
     for i, run in enumerate(plan, 1):
-        est = estimate_s(run, questions)
+        est = estimate_s(run, profile.questions_for(run, questions), built=i > 1 and same_target(plan[i - 2], run))
         status = ledger.status(run.id) or "todo"
         total += est
         left += 0 if status == "done" else est
@@ -43,7 +45,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--root", type=Path, help="campaign folder (default: the newest unfinished "
                         "results/<gpu>/<date>, else today's)")
     parser.add_argument("--only", nargs="*", help="run ids or patterns, e.g. 'hierspec_70b/*'")
-    parser.add_argument("--questions", type=int, help="synthetic prompts per task (default: the profile's)")
+    parser.add_argument("--questions", type=int, help="synthetic prompts per task (default: the profile's, "
+                        "fewer on runs over Spec-Bench's six tasks)")
     parser.add_argument("--set", nargs="*", default=[], help="extra Hydra overrides for every run, e.g. "
                         "quant.backend=torch (they change the config hash: new runs)")
     parser.add_argument("--retry-failed", action="store_true")
@@ -53,7 +56,7 @@ def main(argv: list[str] | None = None) -> dict:
     profile = PROFILES[args.profile]
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     root = args.root or default_root(args.results, profile.gpu, today)
-    questions = args.questions or profile.questions
+    questions = args.questions
     plan = select(runs(), args.only)
     if args.list:
         print(show(plan, profile, root, questions, args.verbose))
@@ -65,8 +68,11 @@ def main(argv: list[str] | None = None) -> dict:
         print(coverage(plan, profile, load_all(args.manifests)).to_string(index=False))
         return {}
     counts = execute(plan, profile, root, args.budget_s, questions, tuple(args.set), args.retry_failed)
+    failed = (f"; {counts['failed_left']} failed runs are skipped until --retry-failed (their logs say why)"
+              if counts["failed_left"] and not args.retry_failed else "")
     print(f"chunk: {counts['done']} done, {counts['cut']} cut, {counts['failed']} failed, {counts['pending']} left; "
-          + ("run the same command again to resume" if counts["pending"] else "campaign complete"))
+          + ("run the same command again to resume" if counts["pending"] else
+             "nothing left to run" if counts["failed_left"] else "campaign complete") + failed)
     return counts
 
 

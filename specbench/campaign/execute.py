@@ -1,10 +1,13 @@
-"""Run the campaign's plan under a time budget, one ``python -m specbench`` process per run.
+"""Run the campaign's plan under a time budget, in worker processes that run many runs each.
 
-Runs go to ``<root>/runs/<experiment>/<config hash>/``; ``<root>/campaign.json`` records each run's status
-(``done``, ``cut`` by the budget, ``failed``) and ``<root>/logs/`` its output. A run is started only while at least
-``MIN_START_S`` of the budget is left and is stopped when the budget ends; the runner rewrites its parquet after every
-question, so the next chunk (the same command) resumes a cut run at its first unmeasured question. Done runs are
-skipped; failed runs are skipped until ``retry_failed``.
+A worker (``campaign.worker``) runs the pending runs in plan order in one process, so consecutive runs on one target
+build it once (``runner.loaded``). Runs go to ``<root>/runs/<experiment>/<config hash>/``; ``<root>/campaign.json``
+records each run's status (``running`` while a worker measures it, then ``done``, ``cut`` by the budget or
+``failed``) and ``<root>/logs/<run id>.log`` its output. A worker is started only while at least ``MIN_START_S`` of
+the budget is left and is stopped when the budget ends; the runner rewrites its parquet after every question, so
+the next chunk (the same command) resumes a cut run at its first unmeasured question. A worker that dies (a crash
+the run could not report) leaves its run ``failed`` and the chunk goes on with a new worker. Done runs are skipped;
+failed runs are skipped until ``retry_failed``.
 """
 
 from __future__ import annotations
@@ -22,18 +25,26 @@ from pathlib import Path
 from specbench.campaign.plan import KEYS, TARGETS, Run, runs
 
 MIN_START_S = 30.0
-DONE, CUT, FAILED = "done", "cut", "failed"
+DONE, CUT, FAILED, RUNNING = "done", "cut", "failed", "running"
 
 
 @dataclass(frozen=True)
 class Profile:
-    """Where and at what size a campaign runs: the GPU's folder name, settings added to every run, and a
-    substitution of cells and methods (tiny shapes for a CPU smoke campaign)."""
+    """Where and at what size a campaign runs: the GPU's folder name, synthetic prompts per task (``questions``;
+    ``many_task_questions`` for runs over five or more tasks, e.g. Spec-Bench's six), settings added to every run, and
+    a substitution of cells and methods (tiny shapes for a CPU smoke campaign)."""
 
     gpu: str
     questions: int
+    many_task_questions: int | None = None
     overrides: tuple[str, ...] = ()
     substitute: dict = field(default_factory=dict)  # "group=name" prefix -> replacement override
+
+    def questions_for(self, run: Run, questions: int | None = None) -> int:
+        """Prompts per task of ``run``: ``questions`` when given (``--questions``), else the profile's."""
+        if questions is not None:
+            return questions
+        return self.many_task_questions if run.tasks >= 5 and self.many_task_questions else self.questions
 
 
 TINY = {"experiment/cell=": "experiment/cell=tiny_replay", "experiment/method=l3_70b_ar": "experiment/method=tiny_ar",
@@ -41,16 +52,21 @@ TINY = {"experiment/cell=": "experiment/cell=tiny_replay", "experiment/method=l3
         "experiment/method=tiny_sp", "experiment/method=l3_70b_eg2": "experiment/method=tiny_eg2",
         "experiment/method=l3_8b_eg2": "experiment/method=tiny_eg2", "experiment/method=l3_70b_hierspec":
         "experiment/method=tiny_hierspec", "+experiment/method=q3_quasar": "+experiment/method=tiny_quasar"}
+# h200: warm-ups of 128 new tokens (they capture every graph a replayed run uses; the timed generations keep the
+# experiment's max_new_tokens); one prompt per task on Spec-Bench's six tasks, two on single-task runs
 PROFILES = {
-    "h200": Profile("h200", questions=2),
+    "h200": Profile("h200", questions=2, many_task_questions=1, overrides=("timing.warmup_new_tokens=128",)),
     "smoke": Profile("smoke", questions=1, overrides=(f"{KEYS['runtime']}=cpu", f"{KEYS['new_tokens']}=4",
                                                       f"{KEYS['max_seq_len']}=2048", "timing.warmup=0",
                                                       "output.progress=false"), substitute=TINY),
 }
 
 
-def overrides(run: Run, profile: Profile, root: Path, questions: int, extra: tuple[str, ...] = ()) -> list[str]:
-    """The full override list of ``run`` under ``profile``, writing under ``root``."""
+def overrides(run: Run, profile: Profile, root: Path, questions: int | None = None,
+              extra: tuple[str, ...] = ()) -> list[str]:
+    """The full override list of ``run`` under ``profile``, writing under ``root`` (``questions``: prompts per task,
+    default the profile's)."""
+    questions = profile.questions_for(run, questions)
     out = []
     for item in run.overrides:
         prefix = next((p for p in profile.substitute if item.startswith(p)), None)
@@ -66,10 +82,18 @@ def overrides(run: Run, profile: Profile, root: Path, questions: int, extra: tup
     return [*out, *profile.overrides, *extra]
 
 
-def estimate_s(run: Run, questions: int) -> float:
-    """Rough GPU seconds of ``run`` on an H200 (see ``TARGETS``): build + warm-up, then every method's tokens."""
+def estimate_s(run: Run, questions: int, built: bool = False) -> float:
+    """Rough GPU seconds of ``run`` on an H200 (see ``TARGETS``): the build (unless the previous run ``built`` the
+    same target), then every method's tokens."""
     setup, tok_s = TARGETS[run.target]
-    return setup + run.methods * run.tasks * questions * run.new_tokens / tok_s
+    return (0 if built else setup) + run.methods * run.tasks * questions * run.new_tokens / tok_s
+
+
+def same_target(a: Run, b: Run) -> bool:
+    """Whether ``a`` and ``b`` run on one target model (the same ``target`` and cell), for the time estimate."""
+    def cell(run: Run) -> tuple:
+        return run.target, tuple(o for o in run.overrides if o.startswith("experiment/cell="))
+    return cell(a) == cell(b)
 
 
 def default_root(results: Path, gpu: str, today: str) -> Path:
@@ -96,25 +120,40 @@ class Ledger:
     def status(self, run_id: str) -> str | None:
         return self.runs.get(run_id, {}).get("status")
 
-    def record(self, run: Run, status: str, wall_s: float, log: Path, command: list[str]) -> None:
+    def start(self, run: Run, log: Path, command: list[str]) -> None:
+        """``run`` is being measured now (a new attempt)."""
         entry = self.runs.setdefault(run.id, {"attempts": 0, "wall_s": 0.0})
-        entry.update(status=status, attempts=entry["attempts"] + 1, wall_s=round(entry["wall_s"] + wall_s, 1),
-                     log=str(log), overrides=command, tau_source=run.source())
+        entry.update(status=RUNNING, attempts=entry["attempts"] + 1, log=str(log), overrides=command,
+                     tau_source=run.source())
+        self._write()
+
+    def finish(self, run_id: str, status: str, wall_s: float = 0.0) -> None:
+        entry = self.runs[run_id]
+        entry.update(status=status, wall_s=round(entry["wall_s"] + wall_s, 1))
+        self._write()
+
+    def running(self) -> list[str]:
+        return [run_id for run_id, entry in self.runs.items() if entry.get("status") == RUNNING]
+
+    def _write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"runs": self.runs}, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, self.path)
 
 
-def launch(command: list[str], log: Path, timeout_s: float) -> tuple[str, float]:
-    """Run one ``python -m specbench`` process (its own process group), stopped after ``timeout_s``."""
+def profile_name(profile: Profile) -> str:
+    return next(name for name, known in PROFILES.items() if known == profile)
+
+
+def launch(job: Path, log: Path, timeout_s: float) -> bool:
+    """Run one worker on the job file ``job`` (its own process group); False when it was stopped at ``timeout_s``."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
     with log.open("a") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "specbench", *command], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-m", "specbench.campaign.worker", str(job)], stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            code = proc.wait(timeout=timeout_s)
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGTERM)
             try:
@@ -122,32 +161,45 @@ def launch(command: list[str], log: Path, timeout_s: float) -> tuple[str, float]
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-            return CUT, time.monotonic() - start
-    return (DONE if code == 0 else FAILED), time.monotonic() - start
+            return False
+    return True
 
 
-def execute(plan: list[Run], profile: Profile, root: Path, budget_s: float, questions: int,
+def execute(plan: list[Run], profile: Profile, root: Path, budget_s: float, questions: int | None = None,
             extra: tuple[str, ...] = (), retry_failed: bool = False, say=print) -> dict[str, int]:
-    """Run what is left of ``plan`` within ``budget_s``; returns how many runs ended in each status this chunk
-    (``pending`` counts the runs left for the next one)."""
-    ledger = Ledger(root)
+    """Run what is left of ``plan`` within ``budget_s``; returns how many runs ended in each status this chunk,
+    ``pending``: the runs left for the next one, ``failed_left``: the failed ones (retried with ``retry_failed``)."""
     start = time.monotonic()
-    counts = {DONE: 0, CUT: 0, FAILED: 0, "pending": 0}
-    for run in plan:
-        status = ledger.status(run.id)
-        if status == DONE or (status == FAILED and not retry_failed):
-            continue
+    counts = {DONE: 0, CUT: 0, FAILED: 0, "pending": 0, "failed_left": 0}
+    tried: set[str] = set()
+    while True:
+        ledger = Ledger(root)
+        todo = [run for run in plan if run.id not in tried and ledger.status(run.id) != DONE
+                and (ledger.status(run.id) != FAILED or retry_failed)]
         left = budget_s - (time.monotonic() - start)
-        if left < MIN_START_S or counts[CUT]:  # the budget is spent: the rest is the next chunk's
-            counts["pending"] += 1
-            continue
-        command = [*overrides(run, profile, root, questions, extra), f"hydra.run.dir={root / 'logs' / run.id}"]
-        log = root / "logs" / f"{run.id}.log"
-        say(f"{run.id}: starting ({left:.0f} s of budget left, estimate {estimate_s(run, questions):.0f} s)")
-        status, wall = launch(command, log, left)
-        ledger.record(run, status, wall, log, command)
-        counts[status] += 1
-        say(f"{run.id}: {status} after {wall:.0f} s" + (f" (log: {log})" if status != DONE else ""))
-        if status == CUT:
-            counts["pending"] += 1
+        if not todo or left < MIN_START_S or counts[CUT]:
+            break
+        before = {run.id: ledger.runs.get(run.id, {}).get("attempts", 0) for run in todo}
+        job = root / "logs" / "worker.json"
+        job.parent.mkdir(parents=True, exist_ok=True)
+        job.write_text(json.dumps({"profile": profile_name(profile), "root": str(root), "questions": questions,
+                                   "extra": list(extra), "budget_s": left, "runs": [run.id for run in todo]}, indent=1))
+        say(f"worker: {len(todo)} runs to go, {left:.0f} s of budget left")
+        finished = launch(job, root / "logs" / "workers.log", left)
+        ledger = Ledger(root)
+        for run_id in ledger.running():  # the run the worker was measuring when it was stopped or died
+            ledger.finish(run_id, FAILED if finished else CUT)
+        attempted = [run.id for run in todo if ledger.runs.get(run.id, {}).get("attempts", 0) > before[run.id]]
+        for run_id in attempted:
+            tried.add(run_id)
+            counts[ledger.status(run_id)] += 1
+            if ledger.status(run_id) != DONE:
+                say(f"{run_id}: {ledger.status(run_id)} (log: {ledger.runs[run_id]['log']})")
+        if not attempted:  # the worker failed before its first run: another one would too
+            say(f"the worker ran nothing; see {root / 'logs' / 'workers.log'}")
+            break
+    ledger = Ledger(root)
+    counts["pending"] = sum(ledger.status(r.id) != DONE and (retry_failed or ledger.status(r.id) != FAILED)
+                            for r in plan)
+    counts["failed_left"] = sum(ledger.status(r.id) == FAILED for r in plan)
     return counts

@@ -63,7 +63,7 @@ class Run:
 # target -> (seconds to build it and warm up, decode tok/s of one method on an H200 without compile): rough, from
 # docs/benchmarks.md, 2026-12-01 (8B AR 154 tok/s uncompiled; 70B W4A16 AR 42 tok/s on the tuned Triton kernel, a
 # shape-only 70B + 8B W4A16 HierSpec stack built and warmed in about 30 s since its codes are packed on the GPU)
-TARGETS = {"llama3_8b": (45, 150.0), "llama3_70b": (60, 40.0), "qwen3_8b": (45, 150.0)}
+TARGETS = {"llama3_8b": (20, 150.0), "llama3_70b": (40, 45.0), "qwen3_8b": (20, 150.0)}
 
 # --- published and derived taus (see /work/shared/docs/published-tau.md) ---
 EG2_8B = Tau(4.53, "EAGLE-2 Tab.2 [OCR], Llama-3-8B-Instruct MT-bench, n=60 d=6")
@@ -151,12 +151,20 @@ def _hierspec_sweep() -> list[Run]:
 
 
 def _eagle3() -> list[Run]:
-    """The EAGLE-3 section, once ``conf/experiment/eagle3.yaml`` exists (another branch adds it): its own sweep,
-    with EAGLE-3's published Llama-3.3-70B mean tau on every task."""
-    if not (CONF / "experiment" / "eagle3.yaml").exists():
-        return []
-    tau = Tau(5.88, "EAGLE-3 Tab.1 [PRIMARY], Llama-3.3-70B-Instruct mean of five tasks, T=0")
-    return [Run("eagle3/default", "eagle3", "llama3_70b", ("+experiment=eagle3", *LONG_PROMPTS), {"*": tau}, 2, 6)]
+    """Section 4.4 at 70B (``eagle3_70b``, Spec-Bench) and its first level at 8B (``eagle3``, MT-bench): one run per
+    method of each experiment's sweep (AR is a method there: ``baseline: false``)."""
+    ar = ("l3_70b_ar", Tau(1.0, "autoregressive"))
+    big = {"ar": ar, "eg3_8_48": ("l33_70b_eg3_8_48", Tau(5.63, "EAGLE-3 Tab.1 [P], Llama-3.3-70B-Instruct "
+                                                                 "MT-bench, T=0, applied to every task")),
+           "hierspec3": ("l33_70b_hierspec3", Tau(4.16, "placeholder [?]: conf/experiment/method/"
+                                                          "l33_70b_hierspec3.yaml"))}
+    small = {"ar": ar, "eg2_6_60": ("l31_8b_eg2_6_60", Tau(4.05, "EAGLE-3 Tab.1 [P]: EAGLE-2 on "
+                                                                 "Llama-3.1-8B-Instruct MT-bench, T=0")),
+             "eg3_8_60": ("l31_8b_eg3_8_60", Tau(6.13, "EAGLE-3 Tab.1 [P], Llama-3.1-8B-Instruct MT-bench, T=0"))}
+    return [*(_run(f"eagle3_8b/{name}", "eagle3", "llama3_8b", None, method, {"*": tau}) for name, (method, tau)
+              in small.items()),
+            *(_run(f"eagle3_70b/{name}", "eagle3_70b", "llama3_70b", None, method, {"*": tau}, *LONG_PROMPTS, tasks=6)
+              for name, (method, tau) in big.items())]
 
 
 def _quasar_cell(method: str) -> tuple[str, tuple[str, ...]]:
@@ -202,10 +210,24 @@ def _quasar_pruning() -> list[Run]:
     return out
 
 
+def _by_target(plan: list[Run]) -> list[Run]:
+    """``plan`` with the runs of each target cell together, cells in order of first appearance (a worker builds a
+    target once per stretch of runs on it)."""
+    def cell(run: Run) -> str:
+        return next((o for o in run.overrides if o.startswith("experiment/cell=")), run.target)
+    order = {c: i for i, c in reversed(list(enumerate(map(cell, plan))))}
+    return sorted(plan, key=lambda run: order[cell(run)])
+
+
 def runs() -> list[Run]:
-    """Every run, most valuable first: Table 2/3 and Fig. 4 (70B), Fig. 1 (n = 60 / 48), Fig. 4 (8B), the tree
-    sweeps of Fig. 2/3, Fig. 5, the d x d1 sweep, EAGLE-3, then Quasar's tables."""
-    return [*_hierspec_70b(), *_compat((60,), big=False), *_compat((48,), big=True), *_eagle_configs(),
-            *_figure4_70b_other_precisions(), *_compat((10, 20, 30, 40, 50), big=False),
-            *_compat((24, 32, 40), big=True), *_drafting_time(), *_hierspec_sweep(), *_eagle3(), *_quasar_table1(),
-            *_quasar_sensitivity(), *_quasar_pruning(), *_quasar_temperature()]
+    """Every run, the most cells per GPU second first, each block grouped by target: the 8B shape (Fig. 1 at
+    n = 60, Fig. 4, Fig. 2's tree sweep, EAGLE-3's first level), Quasar's Table 1, Fig. 1 at n = 48 and Table 2/3 at
+    70B, Quasar's Table 3, Fig. 4 at 70B, Fig. 3's tree sweep, Fig. 5, the d x d1 sweep, the EAGLE-3 section at 70B,
+    then Quasar's Tables 5 and 2."""
+    eagle3 = _eagle3()
+    return [*_by_target([*_compat((60,), big=False), *_eagle_configs(), *_compat((10, 20, 30, 40, 50), big=False)]),
+            *[r for r in eagle3 if r.experiment == "eagle3"], *_quasar_table1(),
+            *_by_target([*_compat((48,), big=True), *_hierspec_70b()]), *_quasar_sensitivity(),
+            *_by_target([*_figure4_70b_other_precisions(), *_compat((24, 32, 40), big=True), *_drafting_time(),
+                         *_hierspec_sweep()]),
+            *[r for r in eagle3 if r.experiment == "eagle3_70b"], *_quasar_pruning(), *_quasar_temperature()]

@@ -24,6 +24,7 @@ KNOWN_MODELS = {
         KnownModel("llama-3-8b-instruct", "meta-llama/Meta-Llama-3-8B-Instruct"),
         KnownModel("llama-3-70b-instruct", "meta-llama/Meta-Llama-3-70B-Instruct"),
         KnownModel("llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct"),
+        KnownModel("llama-3.2-1b-instruct", "meta-llama/Llama-3.2-1B-Instruct"),
         KnownModel("llama-3.3-70b-instruct", "meta-llama/Llama-3.3-70B-Instruct"),
         KnownModel("qwen3-8b", "Qwen/Qwen3-8B"),
     )

@@ -36,6 +36,7 @@ class TimingConf:
     """What is measured and how; how the model executes is the ``engine`` group (``EngineConf``)."""
 
     warmup: int = 3  # warm-up generations (on the first question) before anything is recorded
+    warmup_new_tokens: Optional[int] = None  # new tokens of each warm-up generation (None: the run's max_new_tokens)
     repeats: int = 1
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
     acceptance: str = "real"  # real | replay (impose replay_tau / replay_trace on shape-only models)
@@ -109,7 +110,7 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
 # tau comes from (its value is part of the identity)
 IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s", "timing.replay_source")
 # keys hashed under the name they had when earlier results were measured, so those run folders keep their hash
-UNSET_UNHASHED = ("drafter.label", "drafter.head", "drafter.model", "drafter.quant")
+UNSET_UNHASHED = ("drafter.label", "drafter.head", "drafter.model", "drafter.quant", "timing.warmup_new_tokens")
 HASHED_AS = {f"engine.{key}": f"timing.{key}" for key in EngineConf.__dataclass_fields__}
 
 
@@ -141,6 +142,8 @@ def check_settings(cfg: DictConfig) -> None:
     for key in ("synthetic_prompt_tokens", "synthetic_questions"):
         require(d[key] >= 1, f"dataset.{key}", d[key], "an integer >= 1")
     require(t.warmup >= 0, "timing.warmup", t.warmup, "an integer >= 0")
+    require(t.warmup_new_tokens is None or t.warmup_new_tokens >= 1, "timing.warmup_new_tokens",
+            t.warmup_new_tokens, "an integer >= 1, or null for the run's max_new_tokens")
     require(t.repeats >= 1, "timing.repeats", t.repeats, "an integer >= 1")
     require(t.acceptance in ("real", "replay"), "timing.acceptance", t.acceptance, "'real' or 'replay'")
     require(r.max_seq_len >= 1, "runtime.max_seq_len", r.max_seq_len, "an integer >= 1")

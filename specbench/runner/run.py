@@ -1,7 +1,8 @@
 """One run: a target, a method (drafter), a prompt set; rows to parquet, a summary to the terminal.
 
 A job runs its ``drafter`` and, with ``baseline: true``, the autoregressive baseline and any drafters named
-in ``compare`` against the same loaded target, so speedups come from one process on one GPU. Each method has
+in ``compare`` against the same loaded target, so speedups come from one process on one GPU; the next job of the
+process on the same target reuses it (``runner.loaded``). Each method has
 its own run folder ``output.root/output.name/<config hash>/`` (the hash covers everything that defines the
 measurement), so reruns resume and a baseline already measured is reused. One process at a time measures into a
 folder (``locks.run_folder_lock``): a job whose baseline another job of the sweep is measuring right now measures
@@ -34,6 +35,7 @@ from specbench.runner.build import load_tokenizer, sampling_params
 from specbench.runner.config import check_settings, config_hash, flatten
 from specbench.runner.environment import environment
 from specbench.runner.gpu_pool import bind, current_lease, resolve_device
+from specbench.runner.loaded import LOADED
 from specbench.runner.locks import run_folder_lock
 from specbench.runner.metrics import generation_row, step_rows
 from specbench.runner.store import ResultStore
@@ -92,7 +94,11 @@ def run(cfg: DictConfig) -> list[Path]:
     try:
         return _run(cfg)
     except torch.OutOfMemoryError as err:
+        LOADED.release()
         raise RunOutOfMemory(out_of_memory_advice(cfg, err)) from err
+    except BaseException:
+        LOADED.release()  # a failed job may leave the session half-used: the next job builds afresh
+        raise
 
 
 def out_of_memory_advice(cfg: DictConfig, err: Exception) -> str:
@@ -130,9 +136,7 @@ def _run(cfg: DictConfig) -> list[Path]:
     torch.manual_seed(cfg.runtime.seed)
     if cfg.runtime.get("threads"):
         torch.set_num_threads(cfg.runtime.threads)
-    engine = Engine.from_config(cfg)
-    target = engine.model(cfg.model, cfg.quant)
-    session = engine.session(target)
+    engine, target, session = LOADED.get(cfg)
     if cfg.dataset.name == "synthetic" or cfg.dataset.synthetic:
         tokenizer, spec, questions = None, None, synthetic_questions(cfg.dataset, target.config.vocab_size)
     else:
@@ -216,7 +220,7 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
                 "weights": "shape_only" if cfg.model.shape_only else "real",
                 "acceptance_source": cfg.timing.acceptance}
 
-    def one(question, turn, answers, seed) -> Generation:
+    def one(question, turn, answers, seed, new_tokens=max_new) -> Generation:
         if tokenizer is None:
             ids, stops = question.turns[turn], frozenset()
         else:
@@ -227,14 +231,14 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
             stops = frozenset()
         generator.manual_seed(seed)
         timer = PhaseTimer(cfg.runtime.device, enabled=cfg.timing.phase_events)
-        return generate(session, drafter, ids, max_new_tokens=max_new, sampling=sampling, stop_ids=stops,
+        return generate(session, drafter, ids, max_new_tokens=new_tokens, sampling=sampling, stop_ids=stops,
                         generator=generator, timer=timer, acceptor=outer_for(question.category))
 
     todo = pending(cfg, store, questions)
     if not todo:
         return
     for i in range(cfg.timing.warmup):
-        one(questions[0], 0, [], cfg.runtime.seed + i)
+        one(questions[0], 0, [], cfg.runtime.seed + i, cfg.timing.warmup_new_tokens or max_new)
     progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
