@@ -15,12 +15,15 @@ SETTINGS = {"ngram": {"min_n": 1, "max_n": 3, "num_tokens": 4}, "draft_model": {
             "eagle": {"topk": 3, "depth": 3, "tree_size": 10}, "layer_skip": {"keep_fraction": 0.5, "num_tokens": 3},
             "hierspec": {"min_draft": 4, "inner_depth": 2, "inner_tree_size": 6, "topk": 3}}
 SETTINGS["eagle3"], SETTINGS["hierspec3"] = SETTINGS["eagle"], SETTINGS["hierspec"]
+SETTINGS["ngram_repeat"] = {**SETTINGS["ngram"], "on_miss": "repeat"}
+KIND = {"hierspec3": "hierspec", "ngram_repeat": "ngram"}  # test variants -> the drafter they configure
 
 
 class Stack:
     """A target with a draft model (other weights), an intermediate (the target's weights) and EAGLE heads.
 
-    ``hierspec3`` is HierSpec with an EAGLE-3 first level.
+    ``hierspec3`` is HierSpec with an EAGLE-3 first level, ``ngram_repeat`` n-gram drafting that repeats the last
+    token where no n-gram recurs.
     """
 
     def __init__(self, tmp_path, *, lm_scale: float = 8.0, **config):
@@ -46,11 +49,11 @@ class Stack:
         """``strong``: the draft model / intermediate is a copy of the target; ``settings`` override defaults."""
         second = "target" if strong else "draft"
         head = {"eagle3": "eagle3", "hierspec3": "eagle3" if strong else "eagle3_draft"}.get(name, "eagle")
-        conf = {"name": "hierspec" if name == "hierspec3" else name, "head": str(self.path / head),
+        conf = {"name": KIND.get(name, name), "head": str(self.path / head),
                 "model": {"source": str(self.path / second)}, **SETTINGS.get(name, {}), **settings}
         if name == "hierspec3":
             conf["first_level"] = "eagle3"
         return self.engine.drafter(conf, self.session, sampling, generator)
 
 
-DRAFTERS = ["ngram", "draft_model", "eagle", "eagle3", "layer_skip", "hierspec", "hierspec3"]
+DRAFTERS = ["ngram", "ngram_repeat", "draft_model", "eagle", "eagle3", "layer_skip", "hierspec", "hierspec3"]

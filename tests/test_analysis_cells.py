@@ -35,6 +35,17 @@ def test_filters_push_down_and_match_patterns(data):
     assert load_results(str(SMOKE / "*" / "*" / "results.parquet")).shape == data.drop(columns="draft_depth_sum").shape
 
 
+def test_runs_whose_question_ids_differ_in_type_load_together(tmp_path):
+    """Spec-Bench ids are integers, task-shaped synthetic ids strings: both load, as strings, with a filter."""
+    for name, ids in (("a", [81, 82]), ("b", ["qa-0", "qa-1"])):
+        (tmp_path / name).mkdir()
+        pd.DataFrame({"config_hash": name, "env.gpu": "NVIDIA H200", "output.name": "x", "question_id": ids,
+                      "drafter": "none", "tok_s": [1.0, 2.0]}).to_parquet(
+            tmp_path / name / "results.parquet")
+    both = load_results(tmp_path, filters={"drafter": "none"})
+    assert sorted(both.question_id) == ["81", "82", "qa-0", "qa-1"] and both.tok_s.sum() == 6.0
+
+
 def test_steps_give_draft_depths(data):
     eagle = data[data.drafter == "eagle"]
     assert (eagle.draft_depth_sum > 0).all()

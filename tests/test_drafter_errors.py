@@ -6,6 +6,8 @@ import random
 
 import pytest
 
+from specbench.config import ConfigValueError
+from specbench.decoding.generate import generate
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.drafters.draft_model import TokenizerMismatchError
 from specbench.drafters.eagle_head import EagleHeadError, load_eagle_head
@@ -73,6 +75,22 @@ def test_ngram_rule_takes_the_earliest_match_and_clamps():
     assert lookup([4, 5, 4], 1, 3, 3) == [5, 4, 4]  # runs past the end: the last token repeats
     assert lookup([4, 5, 4], 1, 3, 3, pad="truncate") == [5, 4]
     assert lookup([1, 2, 3], 1, 3, 3) == []
+
+
+def test_ngram_on_miss_repeat_drafts_every_step_so_replay_reaches_its_tau(stack):
+    """Random tokens never recur: plain n-gram drafting then drafts nothing and a replayed tau cannot be reached;
+    on_miss=repeat verifies num_tokens + 1 tokens every step and the replay imposes its tau."""
+    prompt = list(range(3, 23))  # no token twice
+    results = {}
+    for on_miss in (None, "repeat"):
+        drafter = stack.drafter("ngram", on_miss=on_miss, min_n=2)
+        results[on_miss] = generate(stack.session, drafter, prompt, max_new_tokens=60,
+                                    acceptor=ReplayAcceptance(tau=3.0))
+    repeat = results["repeat"]
+    assert all(n == 4 for n in repeat.drafted[:-1]) and repeat.tau > 2.8
+    assert results[None].tau < repeat.tau
+    with pytest.raises(ConfigValueError, match="drafter.on_miss"):
+        stack.drafter("ngram", on_miss="always")
 
 
 def test_replay_imposes_the_mean_accept_length():

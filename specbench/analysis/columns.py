@@ -54,6 +54,8 @@ def marker(rows: pd.DataFrame) -> str:
     if "replay" in set(rows.get("acceptance_source", ())):
         sources = sorted({s for s in rows.get("timing.replay_source", pd.Series(dtype=object)).dropna()})
         parts.append("τ replayed from " + (" | ".join(sources) if sources else "the experiment's timing.replay_tau"))
+    if first.get("drafter") == "ngram" and first.get("drafter.on_miss") == "repeat":
+        parts.append("n-gram drafts gamma tokens every step (drafter.on_miss=repeat: random tokens never recur)")
     scheme = first.get("quant.scheme")
     if isinstance(scheme, str) and scheme not in SIXTEEN_BIT:
         if first.get("weights") == "shape_only":

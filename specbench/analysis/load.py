@@ -73,7 +73,19 @@ def matches(series: pd.Series, value: Any) -> pd.Series:
 
 
 def _dataset(files: list[Path]) -> ds.Dataset:
+    """``files`` as one dataset; a column typed differently across files (question ids are integers in some
+    benchmarks and strings in others) is read as a string."""
     schemas = [pq.read_schema(f) for f in files]
+    types: dict[str, set] = {}
+    for schema in schemas:
+        for field in schema:
+            if not pa.types.is_null(field.type):
+                types.setdefault(field.name, set()).add(field.type)
+    mixed = {name for name, kinds in types.items()
+             if len(kinds) > 1 and any(pa.types.is_string(t) or pa.types.is_large_string(t) for t in kinds)}
+    if mixed:
+        schemas = [pa.schema([f.with_type(pa.large_string()) if f.name in mixed else f for f in schema])
+                   for schema in schemas]
     schema = pa.unify_schemas(schemas, promote_options="permissive")
     return ds.dataset([str(f) for f in files], schema=schema, format="parquet")
 

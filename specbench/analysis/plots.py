@@ -5,11 +5,12 @@
 * ``tree_sweep``: Figures 2-3 - tau, T_v(n)/T_t and speedup against EAGLE-2 tree size, a line per scheme;
 * ``temperature`` and ``k_gamma``: Quasar's Tables 2-3 - n-gram speedup and L against T and against gamma;
 * ``eq1``: Eq. (1)'s predicted speedup against the measured one;
-* ``kernel_backends``: T(M)/T(1) per scheme x backend from ``quant_linear.json``
-  (``benchmarks/bench_quant_linear.py --out DIR``).
+* ``kernel_backends``: the linear stack's milliseconds against M with each scheme's roofline, and T(M)/T(1), per
+  scheme x backend from ``quant_linear.json`` (``benchmarks/bench_quant_linear.py --out DIR``).
 
-A row of panels per setting (model, device, dataset, answer length, temperature); bands and error bars are 95%
-bootstrap intervals. A figure without data says so on the figure.
+A row of panels per setting (model, device, weights and acceptance: "shape-only, τ replayed" or "real weights",
+dataset, answer length, temperature); bands and error bars are 95% bootstrap intervals. A figure without data says
+so on the figure.
 """
 
 from __future__ import annotations
@@ -44,11 +45,18 @@ def scheme_label(row: pd.Series) -> str:
     return label + (f"-g{int(group)}" if isinstance(group, (int, float)) and not pd.isna(group) and group > 0 else "")
 
 
+def provenance(row: pd.Series) -> str:
+    """How a run's numbers came about: "shape-only, τ replayed", "real weights" (measured acceptance), ..."""
+    weights = "shape-only" if row.get("weights") == "shape_only" else "real weights"
+    return weights + (", τ replayed" if row.get("acceptance_source") == "replay" else "")
+
+
 def setting(row: pd.Series) -> str:
     device = row["env.gpu"] if isinstance(row.get("env.gpu"), str) else row["runtime.device"]
     tokens = int(row["dataset.max_new_tokens"] or 0)
     temperature = row["runtime.temperature"]
-    return f"{row['model.source']} · {device} · {row['dataset.name']} · {tokens} tok · T={temperature:g}"
+    return (f"{row['model.source']} · {device} · {provenance(row)} · {row['dataset.name']} · {tokens} tok · "
+            f"T={temperature:g}")
 
 
 def figure(rows: int, cols: int, title: str):
@@ -72,7 +80,7 @@ METADATA = {".png": {"Software": None}, ".pdf": {"CreationDate": None, "Creator"
 
 
 def save(fig, out: Path, name: str) -> list[Path]:
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # room for the two-line title
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for path in paths:
         fig.savefig(path, metadata=METADATA[path.suffix])
@@ -163,6 +171,8 @@ def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tup
             if column == "speedup" and "speedup16" in here and (here.speedup16 != here.speedup).any():
                 _lines(ax, here[here.speedup16 != here.speedup], x, "speedup16", group,
                        lambda row: f"{label_of(row)} (vs 16-bit)", "--")
+            if column == "tau" and "τ replayed" in key:  # an input of the run, not a measurement
+                ylabel = f"{ylabel}: replayed input"
             ax.set_xlabel(xlabel)
             ax.set_ylabel(ylabel)
             ax.set_title(key if c == 0 else ylabel, loc="left" if c == 0 else "center")
@@ -172,8 +182,8 @@ def sweep(stats: pd.DataFrame, title: str, x: str, xlabel: str, panels: list[tup
 
 def tree_sweep(stats: pd.DataFrame):
     eagle = stats[stats.drafter == "eagle"]
-    return sweep(eagle, "EAGLE-2 against tree size (2505.22179 Figs. 2-3); T_v(n)/T_t from probes or step "
-                 "timings; dashed: over 16-bit AR",
+    return sweep(eagle, "Our runs in the layout of 2505.22179 Figs. 2-3: EAGLE-2 against tree size, a row per "
+                 "setting (GPU, weights, acceptance); T_v(n)/T_t from probes or step timings; dashed: over 16-bit AR",
                  "drafter.tree_size", "tree size n (verified tokens)",
                  [("tau", "tau (bonus counted)"), ("tv_over_tt", "T_v(n)/T_t"),
                   ("speedup", "speedup over same-precision AR")],
@@ -189,7 +199,8 @@ def temperature(stats: pd.DataFrame):
     """n-gram runs across temperatures (the setting leaves T out, so one panel row holds every T)."""
     ngram = stats[stats.drafter == "ngram"]
     frame = ngram.assign(setting=ngram.setting.str.replace(r" · T=[0-9.]+$", "", regex=True))
-    return sweep(frame, "n-gram drafting against temperature (Quasar Table 2); dashed: over 16-bit AR",
+    return sweep(frame, "Our runs in the layout of Quasar Table 2: n-gram drafting against temperature, a row "
+                 "per setting (GPU, weights, acceptance); dashed: over 16-bit AR",
                  "runtime.temperature", "temperature T", [("speedup", "speedup (prefill excl.)"),
                                                           ("tau", "L (accepted length)")],
                  ["scheme_label", "drafter.min_n", "drafter.max_n", "drafter.num_tokens"], _ngram_label,
@@ -198,7 +209,8 @@ def temperature(stats: pd.DataFrame):
 
 def k_gamma(stats: pd.DataFrame):
     ngram = stats[stats.drafter == "ngram"]
-    return sweep(ngram, "n-gram drafting against gamma, a line per K (Quasar Table 3)", "drafter.num_tokens",
+    return sweep(ngram, "Our runs in the layout of Quasar Table 3: n-gram drafting against gamma, a "
+                 "line per K, a row per setting (GPU, weights, acceptance)", "drafter.num_tokens",
                  "gamma (draft tokens)", [("speedup", "speedup (prefill excl.)"), ("tau", "L (accepted length)")],
                  ["scheme_label", "drafter.min_n", "drafter.max_n"],
                  lambda r: f"{r.scheme_label} K=({r['drafter.min_n']:g},{r['drafter.max_n']:g})", "no n-gram runs")
@@ -225,7 +237,10 @@ def eq1(stats: pd.DataFrame):
 
 
 def kernel_backends(bench_files: list[Path]):
-    title = "Quantized linear layers: T(M)/T(1) per scheme x backend (benchmarks/bench_quant_linear.py)"
+    """Per (GPU, model): the whole linear stack's time against M on log axes with each scheme's bandwidth roofline
+    (dotted, at the same run's copy bandwidth), and below it T(M)/T(1)."""
+    title = ("Quantized linear layers: the whole linear stack's time against M (dotted: each scheme's roofline) and "
+             "T(M)/T(1), per scheme x backend (benchmarks/bench_quant_linear.py)")
     rows = []
     for path in bench_files:
         data = json.loads(Path(path).read_text())
@@ -234,19 +249,28 @@ def kernel_backends(bench_files: list[Path]):
         return no_data(title, "no quant_linear.json (run benchmarks/bench_quant_linear.py --out DIR)")
     frame = pd.DataFrame(rows)
     panels = sorted(frame[["device", "model"]].drop_duplicates().itertuples(index=False))
-    fig, axes = figure(1, len(panels), title)
-    for ax, (device, model) in zip(axes[0], panels):
+    fig, axes = figure(2, len(panels), title)
+    for col, (device, model) in enumerate(panels):
         here = frame[(frame.device == device) & (frame.model == model)]
+        absolute, ratio = axes[0, col], axes[1, col]
         for i, ((scheme, group, backend), line) in enumerate(here.groupby(["scheme", "group_size", "backend"])):
             line = line.sort_values("M")
             style = "--" if backend in ("dense", "reference") else "-"
-            ax.plot(line.M, line.ratio_to_M1, style, marker=MARKERS[i % len(MARKERS)], ms=3, color=COLORS.get(scheme),
-                    label=f"{scheme}{'' if group in (-1, None) else f'-g{group}'} · {backend}")
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("M (tokens in the forward)")
-        ax.set_ylabel("T(M) / T(1)")
-        ax.set_title(f"{model} · {device}")
-        ax.legend(frameon=False)
+            kw = dict(marker=MARKERS[i % len(MARKERS)], ms=3, color=COLORS.get(scheme),
+                      label=f"{scheme}{'' if group in (-1, None) else f'-g{group}'} · {backend}")
+            absolute.plot(line.M, line.stack_ms, style, **kw)
+            ratio.plot(line.M, line.ratio_to_M1, style, **kw)
+        if "roofline_ms" in here:
+            for scheme, roof in here.groupby("scheme").roofline_ms.first().dropna().items():
+                absolute.axhline(roof, ls=":", lw=0.8, color=COLORS.get(scheme))
+        for ax in (absolute, ratio):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("M (tokens in the forward)")
+        absolute.set_yscale("log")
+        absolute.set_ylabel("linear stack ms")
+        ratio.set_ylabel("T(M) / T(1)")
+        absolute.set_title(f"{model} · {device}")
+        absolute.legend(frameon=False, fontsize=6)
     return fig
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from specbench.analysis.cells import cell_stats
-from specbench.analysis.columns import SHAPE_ONLY_MARK, gpu_columns
+from specbench.analysis.columns import REAL_ONLY, SHAPE_ONLY_MARK, gpu_columns
 from specbench.analysis.manifest import Manifest, fill
 
 UNITS = {"speedup": "×", "added_speedup": "×", "predicted_speedup": "×"}
@@ -144,12 +144,18 @@ def latex(header: list[str], lines: list[list[str]], caption: str) -> str:
                       r"\bottomrule", r"\end{tabular}", r"\end{table}", ""])
 
 
-def _counts(cells: pd.DataFrame) -> str:
+def _counts(cells: pd.DataFrame, gpus: list[dict]) -> str:
+    """How many cells are filled in the paper's column and, of the timing cells (every metric but tau, alpha and
+    accuracy, which need real weights), in each GPU column."""
     filled = int((cells.status == "filled").sum())
     matched = int((cells.match == "yes").sum())
     compared = int(cells.match.isin(["yes", "no"]).sum())
     text = (f"{len(cells)} cells: {filled} filled, {len(cells) - filled} not run; "
             f"{int(cells.published.sum())} with a paper value")
+    timing = ~cells.kind.isin(REAL_ONLY)
+    for gpu in gpus:
+        text += (f"; {gpu.get('label', gpu['id'])} column: {int(cells.loc[timing, gpu['id']].notna().sum())} of "
+                 f"{int(timing.sum())} timing cells filled")
     return text + (f"; {matched}/{compared} within tolerance" if compared else "")
 
 
@@ -161,7 +167,7 @@ def write_table(manifest: Manifest, table: dict, cells: pd.DataFrame, out: Path)
     meta = [f"# {table['title']}", "", f"Paper: {manifest.data['title']} (arXiv {manifest.data.get('arxiv')}); "
             f"values from {manifest.data.get('spec')}.", "",
             f"Runs: `python -m specbench -m {table['experiment']}`" if table.get("experiment") else
-            "Runs: no Hydra experiment (see the notes).", "", _counts(cells), ""]
+            "Runs: no Hydra experiment (see the notes).", "", _counts(cells, gpus), ""]
     meta += [f"- {n}" for n in table.get("notes", [])] + [""]
     long = markdown(long_header(gpus), long_form(cells, gpus))
     md = "\n".join(meta) + "\n## Table\n\n" + markdown(head, lines) + "\n## Cells\n\n" + long
@@ -242,7 +248,7 @@ def write_all(manifests: list[Manifest], pool, out: Path, n_boot: int, seed: int
             mine = cells[cells.table == table["id"]]
             files = write_table(manifest, table, mine, out)
             written += files
-            index.append(f"- [{table['title']}]({files[0].name}): {_counts(mine)}")
+            index.append(f"- [{table['title']}]({files[0].name}): {_counts(mine, gpu_columns(manifest))}")
         index.append("")
     stats = cell_stats(pool.data.drop(columns="_run"), probes=pool.probes, n_boot=n_boot, seed=seed) \
         if len(pool.data) else pd.DataFrame()

@@ -85,6 +85,7 @@ QUASAR_PRUNED = {"prune90": 1.62, "prune75": 1.27, "prune50": 1.03}  # Quasar Ta
 
 SHAPE_ONLY_TARGET = (f"{KEYS['shape_only']}=true", f"{KEYS['acceptance']}=replay")
 SHAPE_ONLY = (*SHAPE_ONLY_TARGET, f"{KEYS['head']}=random")  # with an EAGLE head for the drafter
+NGRAM_ON_RANDOM_TOKENS = ("drafter.on_miss=repeat",)  # random tokens never recur: draft gamma tokens every step
 LONG_PROMPTS = (f"{KEYS['max_seq_len']}=3072",)  # Spec-Bench summarization prompts (<= 1519) + 1024 new tokens
 
 
@@ -176,7 +177,8 @@ def _quasar(experiment: str, method: str, task: str, tau: Tau, *extra: str) -> R
     tasks = (f"dataset={QUASAR_TASKS[task]}", *([f"{KEYS['tasks']}=[mt_bench]"] if task == "mt_bench" else []))
     suffix = "/".join(e.split("=")[1] for e in extra)
     return _run(f"{experiment}/{method}/{task}" + (f"/{suffix}" if suffix else ""), experiment, "qwen3_8b", cell,
-                None, {task: tau}, *method_override, *tasks, *SHAPE_ONLY_TARGET, *extra, methods=2)
+                None, {task: tau}, *method_override, *tasks, *SHAPE_ONLY_TARGET, *NGRAM_ON_RANDOM_TOKENS, *extra,
+                methods=2)
 
 
 def _quasar_table1() -> list[Run]:

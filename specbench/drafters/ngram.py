@@ -4,12 +4,16 @@ For n from ``max_n`` down to ``min_n``: find an earlier occurrence of the last n
 ``num_tokens`` tokens that followed it. vLLM takes the earliest occurrence and, when the continuation runs
 past the end of the sequence, repeats the last token (``pad="clamp"``); ``match="latest"`` and
 ``pad="truncate"`` are the common alternatives. Proposals are deterministic, so verification treats them
-as point masses.
+as point masses. Where no n-gram recurs there is no draft (a plain decode step, as vLLM), unless
+``on_miss="repeat"``: then the last token, ``num_tokens`` times. That is for shape-only runs with replayed
+acceptance, whose random tokens almost never recur: each step then verifies ``num_tokens + 1`` tokens and accepts
+what the replay imposes, as a real run does on the steps whose lookup hits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -20,6 +24,7 @@ from specbench.drafters.registry import DrafterConf, register
 
 MATCHES = ("earliest", "latest")
 PADS = ("clamp", "truncate")
+ON_MISS = (None, "repeat")
 
 
 def lookup(tokens: list[int], min_n: int, max_n: int, num_tokens: int, match: str = "earliest",
@@ -55,6 +60,7 @@ class NgramConf(DrafterConf):
     num_tokens: int = 5
     match: str = "earliest"
     pad: str = "clamp"
+    on_miss: Optional[str] = None  # no n-gram recurs: None = no draft (vLLM); "repeat" = the last token num_tokens x
 
     def check(self, prefix="drafter"):
         require(self.min_n >= 1, f"{prefix}.min_n", self.min_n, "an integer >= 1")
@@ -62,6 +68,8 @@ class NgramConf(DrafterConf):
         require(self.num_tokens >= 1, f"{prefix}.num_tokens", self.num_tokens, "an integer >= 1")
         require(self.match in MATCHES, f"{prefix}.match", self.match, f"one of {MATCHES}")
         require(self.pad in PADS, f"{prefix}.pad", self.pad, f"one of {PADS}")
+        require(self.on_miss in ON_MISS, f"{prefix}.on_miss", self.on_miss,
+                "null (no draft, as vLLM) or 'repeat' (shape-only replay runs)")
 
     def step_shape(self):
         return int(self.num_tokens) + 1, ("sequence",), 0, 1  # a lookup, no draft forward
@@ -74,10 +82,14 @@ class NgramDrafter(Drafter):
         super().__init__(ctx)
         self.settings = dict(min_n=conf.min_n, max_n=conf.max_n, num_tokens=conf.num_tokens, match=conf.match,
                              pad=conf.pad)
+        self.on_miss = conf.on_miss
 
     def propose(self, tokens, room):
         s = self.settings
-        proposal = lookup(tokens, s["min_n"], s["max_n"], min(s["num_tokens"], room), s["match"], s["pad"])
+        size = min(s["num_tokens"], room)
+        proposal = lookup(tokens, s["min_n"], s["max_n"], size, s["match"], s["pad"])
+        if not proposal and self.on_miss == "repeat":
+            proposal = [tokens[-1]] * size
         return Draft.chain(proposal)
 
 
