@@ -34,7 +34,7 @@ def test_plan_covers_every_timing_experiment_most_valuable_first_with_a_source_p
     first = {}
     for i, run in enumerate(plan):
         first.setdefault(run.experiment, i)
-    assert first["compat_llama3_8b"] < first["eagle_configs"] < first["quasar_table1"] < first["hierspec_70b"]
+    assert first["compat_llama3_8b"] < first["eagle_configs"] < first["hierspec_70b"] < first["quasar_table1"]
     assert {"eagle3", "eagle3_70b"} <= set(first)
     for run in plan:
         assert run.taus and all(tau.source and tau.value >= 1 for tau in run.taus.values()), run.id

@@ -14,7 +14,7 @@ from specbench.drafters.registry import DrafterConf
 
 # a value outside the allowed range for every setting of every drafter
 BAD = {
-    "ngram": {"min_n": 0, "max_n": 0, "num_tokens": -3, "match": "nearest", "pad": "zero"},
+    "ngram": {"min_n": 0, "max_n": 0, "num_tokens": -3, "match": "nearest", "pad": "zero", "on_miss": "always"},
     "draft_model": {"num_tokens": 0},
     "eagle": {"topk": 0, "depth": -1, "tree_size": 1},
     "eagle3": {"topk": 0, "depth": -1, "tree_size": 1},

@@ -223,13 +223,13 @@ def _by_target(plan: list[Run]) -> list[Run]:
 
 def runs() -> list[Run]:
     """Every run, the most cells per GPU second first, each block grouped by target: the 8B shape (Fig. 1 at
-    n = 60, Fig. 4, Fig. 2's tree sweep, EAGLE-3's first level), Quasar's Table 1, Fig. 1 at n = 48 and Table 2/3 at
-    70B, Quasar's Table 3, Fig. 4 at 70B, Fig. 3's tree sweep, Fig. 5, the d x d1 sweep, the EAGLE-3 section at 70B,
-    then Quasar's Tables 5 and 2."""
+    n = 60, Fig. 4, Fig. 2's tree sweep, EAGLE-3's first level), then at 70B Fig. 1 at n = 48, Table 2/3 and Fig. 5,
+    Quasar's Tables 1 and 3, Fig. 4 at 70B, Fig. 3's tree sweep, the d x d1 sweep, the EAGLE-3 section at 70B, then
+    Quasar's Tables 5 and 2."""
     eagle3 = _eagle3()
     return [*_by_target([*_compat((60,), big=False), *_eagle_configs(), *_compat((10, 20, 30, 40, 50), big=False)]),
-            *[r for r in eagle3 if r.experiment == "eagle3"], *_quasar_table1(),
-            *_by_target([*_compat((48,), big=True), *_hierspec_70b()]), *_quasar_sensitivity(),
-            *_by_target([*_figure4_70b_other_precisions(), *_compat((24, 32, 40), big=True), *_drafting_time(),
-                         *_hierspec_sweep()]),
+            *[r for r in eagle3 if r.experiment == "eagle3"],
+            *_by_target([*_compat((48,), big=True), *_hierspec_70b(), *_drafting_time()]),
+            *_quasar_table1(), *_quasar_sensitivity(),
+            *_by_target([*_figure4_70b_other_precisions(), *_compat((24, 32, 40), big=True), *_hierspec_sweep()]),
             *[r for r in eagle3 if r.experiment == "eagle3_70b"], *_quasar_pruning(), *_quasar_temperature()]
