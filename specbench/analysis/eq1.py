@@ -117,9 +117,11 @@ def draft_shape(run: Mapping) -> tuple[int, tuple[str, ...], int, int] | str:
     entry = DRAFTERS.get(name)
     if entry is not None:
         own = {f.name for f in fields(entry.conf)} - {"name", "label", "head", "model", "quant"}
+        unset_ok = {f.name for f in fields(entry.conf) if f.default is None}  # null by default: may be absent
         settings = {k: run[f"drafter.{k}"] for k in own if f"drafter.{k}" in run and not pd.isna(run[f"drafter.{k}"])}
-        if len(settings) < len(own):
-            return f"the run has no {', '.join(sorted(f'drafter.{k}' for k in own - set(settings)))}"
+        missing = own - set(settings) - unset_ok
+        if missing:
+            return f"the run has no {', '.join(sorted(f'drafter.{k}' for k in missing))}"
         shape = entry.conf(**settings).step_shape()
         if shape is not None:
             return shape
