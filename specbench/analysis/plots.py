@@ -59,9 +59,11 @@ def setting(row: pd.Series) -> str:
             f"T={temperature:g}")
 
 
-def figure(rows: int, cols: int, title: str):
-    """A grid of panels under ``title`` (at most two lines: keep titles short, details go in the panels)."""
-    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_W * cols, PANEL_H * rows + 0.5), squeeze=False)
+def figure(rows: int, cols: int, title: str, wide: bool = False):
+    """A grid of panels under ``title`` (at most two lines: keep titles short, details go in the panels);
+    ``wide``: one panel per row, ``cols`` panels wide."""
+    fig, axes = plt.subplots(rows, 1 if wide else cols, figsize=(PANEL_W * cols, PANEL_H * rows + 0.5),
+                             squeeze=False)
     fig.suptitle(textwrap.fill(title, width=int(PANEL_W * cols * 15), max_lines=2, placeholder=" …"),
                  fontsize=9)
     return fig, axes
@@ -104,9 +106,10 @@ def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
     if ar.empty:
         return no_data(title, "no autoregressive runs")
     settings = sorted(ar.setting.unique())
-    fig, axes = figure(len(settings), 1, title)
+    fig, axes = figure(len(settings), 2, title, wide=True)  # one panel per row, two panels wide: room for labels
     for ax, key in zip(axes[:, 0], settings):
         here = stats[stats.setting == key]
+        here, shape = _one_drafter_setting(here, drafter)
         bars = []
         for label, runs in here[here.drafter == "none"].groupby("scheme_label", sort=False):
             base = _best(runs)
@@ -133,11 +136,28 @@ def speedup_bars(stats: pd.DataFrame, drafter: str = "eagle"):
                     color="tab:red", fontsize=7)
         tops = [max(b[1]["speedup16"], b[2]["speedup16_hi"] if b[2] is not None else 0) for b in bars]
         ax.set_ylim(0, max([1.0, *[t for t in tops if math.isfinite(t)]]) * 1.2)
-        ax.set_xticks(range(len(bars)), [b[0] for b in bars])
+        ax.set_xticks(range(len(bars)), [b[0] for b in bars], rotation=20, ha="right")
         ax.axhline(1, color="0.3", lw=0.6)
         ax.set_ylabel("speedup over 16-bit AR")
-        ax.set_title(key)
+        ax.set_title(key + (f" · {drafter} {shape}" if shape else ""), loc="left")
     return fig
+
+
+SHAPE_KEYS = ("drafter.depth", "drafter.topk", "drafter.tree_size")
+
+
+def _one_drafter_setting(here: pd.DataFrame, drafter: str) -> tuple[pd.DataFrame, str]:
+    """``here`` with the drafter's runs narrowed to one (depth, topk, tree size), so every bar shows the same
+    method: the one run for the most schemes, then the largest tree; and that setting as a label."""
+    sd = here[here.drafter == drafter]
+    keys = [k for k in SHAPE_KEYS if k in sd]
+    if sd.empty or not keys:
+        return here, ""
+    counts = sd.groupby(keys, dropna=False).scheme_label.nunique().reset_index(name="schemes")
+    best = counts.sort_values(["schemes", *keys[::-1]], ascending=False).iloc[0]
+    keep = (here.drafter != drafter) | (here[keys] == best[keys]).all(axis=1)
+    short = {"drafter.depth": "d", "drafter.topk": "k", "drafter.tree_size": "n"}
+    return here[keep], " ".join(f"{short[k]}={best[k]:g}" for k in keys)
 
 
 def _lines(ax, frame: pd.DataFrame, x: str, y: str, group: list[str], label_of, style: str = "-") -> None:
