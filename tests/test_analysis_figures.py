@@ -4,6 +4,7 @@ from the settings that vary, not hashes."""
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import pandas as pd
 import pytest
 
 from specbench.analysis import Pool, cell_stats, load_probes, load_results
@@ -51,3 +52,17 @@ def test_run_labels_name_the_varying_settings(stats):
     assert labels.nunique() == len(ngram) == 5  # five n-gram configurations, five labels
     assert "ngram min_n=1 max_n=3 num_tokens=7" in set(labels.str.replace(r" ?timing.repeats=\d", "", regex=True))
     assert not labels.str.contains(r"[0-9a-f]{12}").any()
+
+
+def test_the_kernel_figure_draws_each_line_from_its_newest_benchmark_file(tmp_path):
+    from specbench.analysis.plots import measured_when, newest_lines
+
+    def rows(path, data, backend, ms):
+        return [{"device": "GPU", "model": "m", "scheme": "w4a16", "group_size": 128, "backend": backend, "M": m,
+                 "stack_ms": ms, "measured": measured_when(path, data)} for m in (1, 16)]
+
+    old, new = tmp_path / "2026-11-30" / "quant_linear.json", tmp_path / "2026-12-01" / "quant_linear.json"
+    frame = pd.DataFrame(rows(old, {}, "triton", 20.0) + rows(old, {}, "torch", 18.0)
+                         + rows(new, {"date": "2026-12-01T09:00:00Z"}, "triton", 17.0))
+    kept = newest_lines(frame)
+    assert sorted(kept.stack_ms) == [17.0, 17.0, 18.0, 18.0]  # triton from the newer file only; torch kept

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import textwrap
 from pathlib import Path
 
@@ -264,15 +265,16 @@ def kernel_backends(bench_files: list[Path]):
     rows = []
     for path in bench_files:
         data = json.loads(Path(path).read_text())
-        rows += [{**r, "device": data.get("device", "?")} for r in data.get("rows", [])]
+        rows += [{**r, "device": data.get("device", "?"), "measured": measured_when(Path(path), data)}
+                 for r in data.get("rows", [])]
     if not rows:
         return no_data(title, "no quant_linear.json (run benchmarks/bench_quant_linear.py --out DIR)")
-    frame = pd.DataFrame(rows)
+    frame = newest_lines(pd.DataFrame(rows))
     panels = sorted(frame[["device", "model"]].drop_duplicates().itertuples(index=False))
-    fig, axes = figure(2, len(panels), title)
+    fig, axes = figure(3, len(panels), title)
     for col, (device, model) in enumerate(panels):
         here = frame[(frame.device == device) & (frame.model == model)]
-        absolute, ratio = axes[0, col], axes[1, col]
+        absolute, ratio, key = axes[0, col], axes[1, col], axes[2, col]
         for i, ((scheme, group, backend), line) in enumerate(here.groupby(["scheme", "group_size", "backend"])):
             line = line.sort_values("M")
             style = "--" if backend in ("dense", "reference") else "-"
@@ -290,8 +292,25 @@ def kernel_backends(bench_files: list[Path]):
         absolute.set_ylabel("linear stack ms")
         ratio.set_ylabel("T(M) / T(1)")
         absolute.set_title(f"{model} · {device}")
-        absolute.legend(frameon=False, fontsize=6)
+        key.axis("off")  # the legend below its two panels, clear of the lines
+        key.legend(*absolute.get_legend_handles_labels(), loc="upper center", ncol=2, frameon=False, fontsize=6)
     return fig
+
+
+LINE = ["device", "model", "scheme", "group_size", "backend"]
+
+
+def measured_when(path: Path, data: dict) -> str:
+    """When a benchmark file was measured: its ``date``, else the ``YYYY-MM-DD`` folder it sits in, then its path
+    (files of one day sort by name)."""
+    day = next((part for part in reversed(path.parts) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", part)), "")
+    return f"{data.get('date') or day}|{path}"
+
+
+def newest_lines(frame: pd.DataFrame) -> pd.DataFrame:
+    """One benchmark file per line (GPU, model, scheme, group, backend): the newest; older files never mix in."""
+    newest = frame.groupby(LINE, dropna=False).measured.transform("max")
+    return frame[frame.measured == newest]
 
 
 def write_all(pool, out: Path, results, bench: list | None, n_boot: int, seed: int) -> list[Path]:
