@@ -116,8 +116,7 @@ def test_campaign_profiles_take_fewer_prompts_per_task_on_six_task_runs_and_shor
     assert "dataset.synthetic_questions=3" in ex.overrides(six, h200, Path("/tmp/c"), questions=3)
     assert "timing.warmup_new_tokens=128" in ex.overrides(one, h200, Path("/tmp/c"))
     # each block of runs on one target cell is contiguous, so a worker builds each target once per block
-    cells = [next((o for o in r.overrides if o.startswith("experiment/cell=")), r.target) for r in plan
-             if r.experiment in ("compat_llama3_8b", "eagle_configs")]
+    cells = [r.target_cell for r in plan if r.experiment in ("compat_llama3_8b", "eagle_configs")]
     assert cells == sorted(cells, key=cells.index)
 
 

@@ -10,8 +10,7 @@ import argparse
 import datetime
 from pathlib import Path
 
-from specbench.campaign.execute import (PROFILES, Ledger, default_root, estimate_s, execute, overrides, same_target,
-                                        select)
+from specbench.campaign.execute import PROFILES, Ledger, default_root, estimate_s, execute, overrides, select
 from specbench.campaign.plan import runs
 
 
@@ -22,7 +21,7 @@ def show(plan, profile, root: Path, questions: int | None, verbose: bool) -> str
              "estimate = rough H200 seconds, a target's build counted once per stretch of runs on it"]
     total = left = 0.0
     for i, run in enumerate(plan, 1):
-        est = estimate_s(run, profile.questions_for(run, questions), built=i > 1 and same_target(plan[i - 2], run))
+        est = estimate_s(run, profile.questions_for(run, questions), built=i > 1 and plan[i - 2].target_cell == run.target_cell)
         status = ledger.status(run.id) or "todo"
         total += est
         left += 0 if status == "done" else est

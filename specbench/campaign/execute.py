@@ -89,13 +89,6 @@ def estimate_s(run: Run, questions: int, built: bool = False) -> float:
     return (0 if built else setup) + run.methods * run.tasks * questions * run.new_tokens / tok_s
 
 
-def same_target(a: Run, b: Run) -> bool:
-    """Whether ``a`` and ``b`` run on one target model (the same ``target`` and cell), for the time estimate."""
-    def cell(run: Run) -> tuple:
-        return run.target, tuple(o for o in run.overrides if o.startswith("experiment/cell="))
-    return cell(a) == cell(b)
-
-
 def default_root(results: Path, gpu: str, today: str) -> Path:
     """The newest campaign folder of this GPU with unfinished runs, else ``results/<gpu>/<today>``."""
     for folder in sorted((results / gpu).glob("*/campaign.json"), reverse=True):

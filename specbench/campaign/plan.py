@@ -54,6 +54,11 @@ class Run:
     tasks: int = 1  # tasks of its dataset
     new_tokens: int = 1024  # the experiment's max_new_tokens
 
+    @property
+    def target_cell(self) -> tuple[str, str | None]:
+        """The target model the run builds: its ``target`` and its ``experiment/cell`` override (if any)."""
+        return self.target, next((o for o in self.overrides if o.startswith("experiment/cell=")), None)
+
     def source(self) -> str:
         """The source of every tau in the run, for the rows (``timing.replay_source``)."""
         return "; ".join(f"{'every task' if task == '*' else task} {tau.value:g}: {tau.source}"
@@ -215,10 +220,8 @@ def _quasar_pruning() -> list[Run]:
 def _by_target(plan: list[Run]) -> list[Run]:
     """``plan`` with the runs of each target cell together, cells in order of first appearance (a worker builds a
     target once per stretch of runs on it)."""
-    def cell(run: Run) -> str:
-        return next((o for o in run.overrides if o.startswith("experiment/cell=")), run.target)
-    order = {c: i for i, c in reversed(list(enumerate(map(cell, plan))))}
-    return sorted(plan, key=lambda run: order[cell(run)])
+    order = {c: i for i, c in reversed(list(enumerate(run.target_cell for run in plan)))}
+    return sorted(plan, key=lambda run: order[run.target_cell])
 
 
 def runs() -> list[Run]:

@@ -10,8 +10,6 @@ feature layers for each drafter, so a job measures what it would measure in a fr
 from __future__ import annotations
 
 import gc
-import hashlib
-import json
 import logging
 import time
 
@@ -24,11 +22,11 @@ BUILD_KEYS = ("device", "dtype", "seed", "max_seq_len", "threads")
 log = logging.getLogger("specbench")
 
 
-def target_key(cfg: DictConfig) -> str:
-    """A hash of everything that builds ``cfg``'s target and its session."""
-    plain = {name: OmegaConf.to_container(cfg[name], resolve=True) for name in ("engine", "model", "quant")}
-    plain["runtime"] = {key: cfg.runtime.get(key) for key in BUILD_KEYS}
-    return hashlib.sha256(json.dumps(plain, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def target_key(cfg: DictConfig) -> dict:
+    """Everything that builds ``cfg``'s target and its session, as plain values."""
+    key = {name: OmegaConf.to_container(cfg[name], resolve=True) for name in ("engine", "model", "quant")}
+    key["runtime"] = {name: cfg.runtime.get(name) for name in BUILD_KEYS}
+    return key
 
 
 class LoadedTarget:
