@@ -109,12 +109,16 @@ def test_a_cut_chunk_resumes_and_done_runs_are_skipped(tmp_path, monkeypatch):
 
 def test_campaign_profiles_take_fewer_prompts_per_task_on_six_task_runs_and_short_warmups():
     h200, plan = ex.PROFILES["h200"], runs()
+    drafting = next(r for r in plan if r.experiment == "drafting_time")  # its experiment already generates 256
     six = next(r for r in plan if r.experiment == "hierspec_70b")
     one = next(r for r in plan if r.experiment == "compat_llama3_8b")
     assert "dataset.synthetic_questions=1" in ex.overrides(six, h200, Path("/tmp/c"))
     assert "dataset.synthetic_questions=2" in ex.overrides(one, h200, Path("/tmp/c"))
     assert "dataset.synthetic_questions=3" in ex.overrides(six, h200, Path("/tmp/c"), questions=3)
     assert "timing.warmup_new_tokens=128" in ex.overrides(one, h200, Path("/tmp/c"))
+    assert "dataset.max_new_tokens=256" in ex.overrides(one, h200, Path("/tmp/c"))
+    assert not any(o.startswith("dataset.max_new_tokens") for o in ex.overrides(drafting, h200, Path("/tmp/c")))
+    assert ex.estimate_s(six, 1, 256) < ex.estimate_s(six, 1, 1024)
     # each block of runs on one target cell is contiguous, so a worker builds each target once per block
     cells = [r.target_cell for r in plan if r.experiment in ("compat_llama3_8b", "eagle_configs")]
     assert cells == sorted(cells, key=cells.index)

@@ -17,11 +17,13 @@ from specbench.campaign.plan import runs
 def show(plan, profile, root: Path, questions: int | None, verbose: bool) -> str:
     ledger = Ledger(root)
     per_task = questions or f"{profile.questions} (single-task runs) / {profile.many_task_questions or profile.questions}"
-    lines = [f"campaign {profile.gpu}: {len(plan)} runs into {root} ({per_task} synthetic prompts per task); "
+    lines = [f"campaign {profile.gpu}: {len(plan)} runs into {root} ({per_task} synthetic prompts per task, "
+             f"{profile.max_new_tokens or 'max_new_tokens'} new tokens each); "
              "estimate = rough H200 seconds, a target's build counted once per stretch of runs on it"]
     total = left = 0.0
     for i, run in enumerate(plan, 1):
-        est = estimate_s(run, profile.questions_for(run, questions), built=i > 1 and plan[i - 2].target_cell == run.target_cell)
+        est = estimate_s(run, profile.questions_for(run, questions), profile.new_tokens(run),
+                         built=i > 1 and plan[i - 2].target_cell == run.target_cell)
         status = ledger.status(run.id) or "todo"
         total += est
         left += 0 if status == "done" else est

@@ -31,12 +31,14 @@ DONE, CUT, FAILED, RUNNING = "done", "cut", "failed", "running"
 @dataclass(frozen=True)
 class Profile:
     """Where and at what size a campaign runs: the GPU's folder name, synthetic prompts per task (``questions``;
-    ``many_task_questions`` for runs over five or more tasks, e.g. Spec-Bench's six), settings added to every run, and
-    a substitution of cells and methods (tiny shapes for a CPU smoke campaign)."""
+    ``many_task_questions`` for runs over five or more tasks, e.g. Spec-Bench's six), a cap on the tokens generated
+    per prompt (``max_new_tokens``), settings added to every run, and a substitution of cells and methods (tiny
+    shapes for a CPU smoke campaign)."""
 
     gpu: str
     questions: int
     many_task_questions: int | None = None
+    max_new_tokens: int | None = None
     overrides: tuple[str, ...] = ()
     substitute: dict = field(default_factory=dict)  # "group=name" prefix -> replacement override
 
@@ -46,17 +48,24 @@ class Profile:
             return questions
         return self.many_task_questions if run.tasks >= 5 and self.many_task_questions else self.questions
 
+    def new_tokens(self, run: Run) -> int:
+        """Tokens ``run`` generates per prompt: its experiment's ``max_new_tokens``, capped by the profile's."""
+        return min(run.new_tokens, self.max_new_tokens or run.new_tokens)
+
 
 TINY = {"experiment/cell=": "experiment/cell=tiny_replay", "experiment/method=l3_70b_ar": "experiment/method=tiny_ar",
         "experiment/method=l3_70b_sp6": "experiment/method=tiny_sp", "experiment/method=l3_8b_sp6":
         "experiment/method=tiny_sp", "experiment/method=l3_70b_eg2": "experiment/method=tiny_eg2",
         "experiment/method=l3_8b_eg2": "experiment/method=tiny_eg2", "experiment/method=l3_70b_hierspec":
         "experiment/method=tiny_hierspec", "+experiment/method=q3_quasar": "+experiment/method=tiny_quasar"}
-# h200: warm-ups of 128 new tokens (they capture every graph a replayed run uses; the timed generations keep the
-# experiment's max_new_tokens); one prompt per task on Spec-Bench's six tasks, two on single-task runs
+# h200: one warm-up of 128 new tokens per method (it captures every graph a replayed run uses; the worker's earlier
+# runs on the same target have warmed the GPU); 256 timed tokens per prompt (a shape-only step's time hardly
+# depends on the context length: docs/analysis.md, "The shape-only campaign"); one prompt per task on Spec-Bench's
+# six tasks, two on single-task runs
 PROFILES = {
-    "h200": Profile("h200", questions=2, many_task_questions=1, overrides=("timing.warmup_new_tokens=128",)),
-    "smoke": Profile("smoke", questions=1, overrides=(f"{KEYS['runtime']}=cpu", f"{KEYS['new_tokens']}=4",
+    "h200": Profile("h200", questions=2, many_task_questions=1, max_new_tokens=256,
+                    overrides=("timing.warmup=1", "timing.warmup_new_tokens=128")),
+    "smoke": Profile("smoke", questions=1, max_new_tokens=4, overrides=(f"{KEYS['runtime']}=cpu",
                                                       f"{KEYS['max_seq_len']}=2048", "timing.warmup=0",
                                                       "output.progress=false"), substitute=TINY),
 }
@@ -79,14 +88,16 @@ def overrides(run: Run, profile: Profile, root: Path, questions: int | None = No
         out.append(f"{KEYS['tau']}={every.value:g}")
     if by_task:
         out.append(KEYS["tau_by_task"] + "={" + ",".join(f"{t}:{v:g}" for t, v in by_task.items()) + "}")
+    if profile.new_tokens(run) < run.new_tokens:
+        out.append(f"{KEYS['new_tokens']}={profile.new_tokens(run)}")
     return [*out, *profile.overrides, *extra]
 
 
-def estimate_s(run: Run, questions: int, built: bool = False) -> float:
+def estimate_s(run: Run, questions: int, new_tokens: int, built: bool = False) -> float:
     """Rough GPU seconds of ``run`` on an H200 (see ``TARGETS``): the build (unless the previous run ``built`` the
-    same target), then every method's tokens."""
+    same target), then every method's ``new_tokens`` per prompt."""
     setup, tok_s = TARGETS[run.target]
-    return (0 if built else setup) + run.methods * run.tasks * questions * run.new_tokens / tok_s
+    return (0 if built else setup) + run.methods * run.tasks * questions * new_tokens / tok_s
 
 
 def default_root(results: Path, gpu: str, today: str) -> Path:
