@@ -59,6 +59,7 @@ def measure(cfg: DictConfig, experiment: str | None = None) -> None:
     """Check the settings (``runner.preflight``), run the job, print its summary. ``experiment``: the
     ``+experiment=`` choice, read from Hydra when the job runs under ``hydra.main``."""
     from specbench.runner.gpu_pool import resolve_device
+    from specbench.runner.loaded import LOADED
     from specbench.runner.preflight import check_memory, preflight
 
     if experiment is None:
@@ -66,11 +67,12 @@ def measure(cfg: DictConfig, experiment: str | None = None) -> None:
 
         experiment = HydraConfig.get().runtime.choices.get("experiment")
     leasing = cfg.runtime.device == "cuda:auto"
-    preflight(cfg, experiment=experiment)  # starts no CUDA
+    kept = LOADED.keep_only(cfg)  # a target kept from an earlier job in this process that this job does not use is freed
+    preflight(cfg, experiment=experiment, target_loaded=kept)  # starts no CUDA
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
     if leasing:
-        check_memory(cfg)
+        check_memory(cfg, target_loaded=kept)
 
     from specbench.runner.run import run
     from specbench.runner.summary import print_summary, summarize

@@ -83,6 +83,14 @@ def test_memory_estimate_before_allocating():
     check_memory(w4, free=7 * 2**30)  # 4-bit linears, 16-bit embeddings and cache
     with pytest.raises(DeviceError):
         check_memory(w4, free=4 * 2**30)
+    # the target kept loaded from the previous job of this process needs no more room; its drafter still does
+    sp = config("model=llama3_8b", "quant=w4a16", "runtime.dtype=bf16", "compare=[]", "drafter=draft_model",
+                "drafter.model.source=meta-llama/Llama-3.2-1B-Instruct", "runtime.max_seq_len=8192")
+    check_memory(sp, free=3 * 2**30, target_loaded=True)  # the 1B draft: 2.3 GiB + 0.25 GiB of cache
+    with pytest.raises(DeviceError, match="more .*the target is already loaded"):
+        check_memory(sp, free=2 * 2**30, target_loaded=True)
+    with pytest.raises(DeviceError):
+        check_memory(sp, free=3 * 2**30)  # the 8B target's 6.2 GiB too
     with pytest.raises(DeviceError):  # the real check against this machine: 70B at 10M tokens fits nowhere
         preflight(config("model=llama3_70b", "model.shape_only=true", "runtime.max_seq_len=10000000"))
 

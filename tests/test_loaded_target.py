@@ -60,3 +60,11 @@ def test_a_failed_job_frees_the_kept_target(hydra_compose, tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="half-way"):
         runner.run(cfg)
     assert LOADED.parts is None and LOADED.key is None
+
+
+def test_keep_only_frees_another_target_and_keeps_this_one(hydra_compose, tmp_path):
+    runner.run(hydra_compose(*BASE, f"output.root={tmp_path}", "drafter=ngram"))
+    assert LOADED.keep_only(hydra_compose(*BASE, "drafter=eagle", "runtime.temperature=0.7"))
+    assert LOADED.parts is not None
+    assert not LOADED.keep_only(hydra_compose(*BASE, "quant=w8a8_int8", "quant.backend=reference"))
+    assert LOADED.parts is None and LOADED.key is None

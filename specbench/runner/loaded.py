@@ -50,6 +50,13 @@ class LoadedTarget:
         log.info("target %s (quant %s) built in %.1f s", cfg.model.source, cfg.quant.scheme, time.perf_counter() - start)
         return self.parts
 
+    def keep_only(self, cfg: DictConfig) -> bool:
+        """Free the kept target unless ``cfg`` builds the same one; True when ``cfg``'s target is kept."""
+        if self.key is not None and target_key(cfg) == self.key:
+            return True
+        self.release()
+        return False
+
     def release(self) -> None:
         """Free the kept target (and its GPU memory)."""
         self.key, self.parts = None, None

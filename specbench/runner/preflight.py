@@ -22,17 +22,17 @@ SCRATCH_SLOTS = 128  # decoding.forward's padding slots behind max_seq_len in ev
 GiB = 2**30
 
 
-def preflight(cfg: DictConfig, experiment: str | None = None) -> None:
+def preflight(cfg: DictConfig, experiment: str | None = None, target_loaded: bool = False) -> None:
     """Raise a ``SpecbenchError`` naming the setting and the fix for the first check ``cfg`` fails.
 
     Starts no CUDA: with ``runtime.device=cuda:auto`` (a GPU leased afterwards) the memory check is left to
-    ``check_memory`` once the lease is held."""
+    ``check_memory`` once the lease is held. ``target_loaded``: the process already holds ``cfg``'s target."""
     models = run_models(cfg)
     for _, quant_key, _, quant in models:
         check_quant(quant_key, quant)
     check_device(cfg, [quant for *_, quant in models], experiment)
     if cfg.runtime.device != "cuda:auto":
-        check_memory(cfg)
+        check_memory(cfg, target_loaded=target_loaded)
     if cfg.dataset.name != "synthetic":
         check_dataset(cfg.dataset)
     if cfg.dataset.execute_code:  # refuse now, not at the first answer scored
@@ -151,22 +151,24 @@ def free_memory(device: str) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def check_memory(cfg: DictConfig, free: int | None = None) -> None:
-    """Raise when the models' weights and KV caches alone exceed the free memory (``free``: of the run's device)."""
+def check_memory(cfg: DictConfig, free: int | None = None, target_loaded: bool = False) -> None:
+    """Raise when the models' weights and KV caches alone exceed the free memory (``free``: of the run's device);
+    ``target_loaded``: the target is already in memory (kept from the previous job), so only the drafters need room."""
     from specbench.engine import torch_dtype
 
     dtype_bytes = torch.empty((), dtype=torch_dtype(cfg.runtime.dtype)).element_size()
     parts = {key: needed_bytes(*model_config(key, model), quant, dtype_bytes, cfg.runtime.max_seq_len)
              for key, _, model, quant in run_models(cfg)}
     sizes = [w + k for w, k in parts.values()]
-    total = sizes[0] + max(sizes[1:], default=0)  # the target, and one method's draft model at a time
+    total = (0 if target_loaded else sizes[0]) + max(sizes[1:], default=0)  # the target, one draft model at a time
     free = free_memory(str(cfg.runtime.device)) if free is None else free
     if total <= free:
         return
     detail = ", ".join(f"{key.removesuffix('.model')} {w / GiB:.1f} GiB weights + {k / GiB:.1f} GiB KV cache"
                        for key, (w, k) in parts.items())
+    kept = "; the target is already loaded" if target_loaded else ""
     raise DeviceError(
-        f"this run needs at least {total / GiB:.1f} GiB ({detail}; runtime.dtype={cfg.runtime.dtype}, "
+        f"this run needs at least {total / GiB:.1f} GiB more ({detail}{kept}; runtime.dtype={cfg.runtime.dtype}, "
         f"runtime.max_seq_len={cfg.runtime.max_seq_len}) but {cfg.runtime.device} has {free / GiB:.1f} GiB free. "
         "To fit: lower runtime.max_seq_len, quantize the weights (quant=w4a16 or w8a8_int8), use runtime.dtype="
         "bfloat16, measure fewer methods per job (compare=[]), or use a larger device.")
