@@ -148,7 +148,8 @@ def _rows(gpu, drafter, tok_s, tau, *, weights="shape_only", sha="a", config="c"
         out.append({
             "config_hash": f"{config}-{drafter}", "env.gpu": gpu, "env.git_sha": sha, "output.name": "hierspec_70b",
             "model.source": "llama-3-70b-instruct", "model.shape_only": weights == "shape_only",
-            "quant.scheme": "w4a16", "quant.group_size": 128, "quant.backend": "gemlite", "drafter": drafter,
+            "quant.scheme": "w4a16", "quant.group_size": 128, "quant.backend": "auto", "quant_backend": "triton",
+            "quant_kernel": "specbench Triton int4", "drafter": drafter,
             **{f"drafter.{k}": v for k, v in settings.items()}, "dataset.name": "spec_bench",
             "dataset.max_new_tokens": 1024, "runtime.temperature": 0.0, "weights": weights,
             "acceptance_source": "replay" if weights == "shape_only" else "real",
@@ -176,8 +177,8 @@ def test_fake_campaign_fills_the_h200_column_never_the_a100_one_and_never_shows_
     speedup = cells.loc["eagle", "average", "speedup"]
     assert speedup.status == "not run" and "needs an A100" in speedup.note  # an H200 run never fills the A100 cell
     assert speedup.h200 == pytest.approx(2.0, rel=0.05) and speedup.h200_ratio == pytest.approx(2.0 / 2.12, rel=0.05)
-    assert speedup.h200_note.startswith("† NVIDIA H200, shape-only") and "τ replayed from every task 3" in \
-        speedup.h200_note and "kernel gemlite w4a16: timing does not depend" in speedup.h200_note
+    assert speedup.h200_note.startswith("† NVIDIA H200, shape-only, 1024 new tokens per prompt") and "τ replayed from every task 3" in \
+        speedup.h200_note and "w4a16 kernel triton: specbench Triton int4: timing does not depend" in speedup.h200_note
     tau = cells.loc["eagle", "average", "tau"]
     assert math.isnan(tau.h200) and tau.h200_note.startswith("needs real weights")  # replayed tau is an input
     assert math.isnan(tau.value)
@@ -213,3 +214,13 @@ def test_two_runs_of_one_configuration_are_never_mixed():
         assert cell.h200 == pytest.approx(2.5, rel=0.05)
     else:
         assert "ambiguous" in cell.h200_note
+
+
+def test_a_replayed_tau_that_was_not_reached_is_named_in_the_cell_note():
+    from specbench.analysis.columns import replay_shortfall
+
+    rows = pd.DataFrame({"tau": [3.55, 3.6], "timing.replay_tau": [None, None],
+                         "timing.replay_tau_by_task.mt_bench": [4.16, 4.16]})
+    assert replay_shortfall(rows).startswith("achieved τ 3.58 of the imposed 4.16")
+    assert replay_shortfall(rows.assign(tau=[4.1, 4.12])) == ""  # within 3 %
+    assert replay_shortfall(pd.DataFrame({"tau": [1.0], "timing.replay_tau": [None]})) == ""  # AR: nothing imposed

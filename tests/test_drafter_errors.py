@@ -123,3 +123,22 @@ def test_ngram_lookup_agrees_with_a_plain_scan_on_random_sequences():
         for match in ("earliest", "latest"):
             for pad in ("clamp", "truncate"):
                 assert lookup(tokens, min_n, max_n, gamma, match, pad) == scan(tokens, min_n, max_n, gamma, match, pad)
+
+
+@pytest.mark.slow  # Llama-3's 128k vocabulary on a narrow 2-layer shape: ~40 s
+def test_random_eagle_head_grows_deep_trees_so_replay_reaches_its_tau():
+    """A shape-only target's LM head gives nearly uniform logits over 128k tokens; EAGLE-2's tree through it stays
+    about three deep and a replayed 4.16 came out as 2.97. The random head's own peaked LM head fixes that."""
+    from specbench.config.schema import EngineConf
+    from specbench.drafters.eagle_head import random_eagle_head
+    from specbench.engine import Engine
+
+    engine = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=512)
+    shape = {"num_hidden_layers": 2, "hidden_size": 128, "intermediate_size": 256, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "head_dim": 64}
+    session = engine.session(engine.model({"source": "llama-3-70b-instruct", "shape_only": True, "overrides": shape}))
+    head = random_eagle_head(session.model)
+    assert head.lm_head is not session.model.lm_head  # its own, so the target's logits stay the target's
+    drafter = engine.drafter({"name": "eagle", "head": "random", "topk": 10, "depth": 6, "tree_size": 48}, session)
+    gen = generate(session, drafter, list(range(100, 140)), max_new_tokens=100, acceptor=ReplayAcceptance(tau=4.16))
+    assert gen.tau > 4.0, gen.tau

@@ -55,9 +55,11 @@ class Run:
     new_tokens: int = 1024  # the experiment's max_new_tokens
 
     @property
-    def target_cell(self) -> tuple[str, str | None]:
-        """The target model the run builds: its ``target`` and its ``experiment/cell`` override (if any)."""
-        return self.target, next((o for o in self.overrides if o.startswith("experiment/cell=")), None)
+    def target_cell(self) -> tuple:
+        """The target model the run builds: its ``target``, its ``experiment/cell`` override (if any) and its
+        ``quant.*`` overrides."""
+        return (self.target, next((o for o in self.overrides if o.startswith("experiment/cell=")), None),
+                *(o for o in self.overrides if o.startswith("quant.")))
 
     def source(self) -> str:
         """The source of every tau in the run, for the rows (``timing.replay_source``)."""
@@ -120,6 +122,9 @@ def _figure4_70b_other_precisions() -> list[Run]:
 
 
 L3_8B_CELLS = ("l3_8b_fp16", "l3_8b_w8a8", "l3_8b_w4a16", "l3_8b_w4a8", "l3_8b_w4a8_g128")
+# SpecMQuant's W4A16-g128-Rot: the rotation is folded into the weights, so shape-only it is the W4A16 cell with
+# quant.rotated=true (its random head gets the rotated heads' extra h x h linear); the checkpoint's config is not shipped
+ROTATED_8B = ("l3_8b_w4a16", "w4a16_rot", ("quant.rotated=true",))
 L3_70B_CELLS = ("l3_70b_w8a8", "l3_70b_w4a16", "l3_70b_w4a8", "l3_70b_w4a8_g128")
 
 
@@ -128,9 +133,10 @@ def _compat(trees: tuple[int, ...], big: bool) -> list[Run]:
     cells, full = (L3_70B_CELLS, 48) if big else (L3_8B_CELLS, 60)
     exact, bound = (EG2_70B, EG2_70B_UB) if big else (EG2_8B, EG2_8B_UB)
     extra = () if big else SHAPE_ONLY
-    return [_run(f"{experiment}/{cell.split('_', 2)[2]}/n{n}", experiment, "llama3_70b" if big else "llama3_8b",
-                 cell, None, {"mt_bench": exact if n == full else bound}, *extra, f"drafter.tree_size={n}",
-                 methods=2) for n in trees for cell in cells]
+    variants = [(cell, cell.split("_", 2)[2], ()) for cell in cells] + ([] if big else [ROTATED_8B])
+    return [_run(f"{experiment}/{name}/n{n}", experiment, "llama3_70b" if big else "llama3_8b", cell, None,
+                 {"mt_bench": exact if n == full else bound}, *extra, *more, f"drafter.tree_size={n}", methods=2)
+            for n in trees for cell, name, more in variants]
 
 
 def _eagle_configs() -> list[Run]:

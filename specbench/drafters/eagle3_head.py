@@ -31,13 +31,12 @@ import json
 import torch
 from torch import nn
 
-from specbench.drafters.eagle_head import DraftHead, EagleHeadError, read_head_weights
+from specbench.drafters.eagle_head import PEAKED_LOGIT_STD, DraftHead, EagleHeadError, read_head_weights
 from specbench.model.config import ModelConfig
 from specbench.model.loading import fill_random, resolve_checkpoint
 from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer, rope_inv_freq
 
 OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's 8B EAGLE-3 head; what a random head uses
-PEAKED_LOGIT_STD = 16.0  # of a random head's logits: see random_eagle3_head
 
 
 def default_target_layers(num_layers: int) -> tuple[int, int, int]:

@@ -21,7 +21,7 @@ from torch import nn
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
-from specbench.model.transformer import DecoderLayer, Transformer, rope_inv_freq, rope_tables
+from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer, rope_inv_freq, rope_tables
 
 
 class EagleHeadError(ValueError):
@@ -151,12 +151,29 @@ def load_eagle_head(source: str, target: Transformer, *, target_rotated: bool = 
     return head.placed(device, dtype)
 
 
+PEAKED_LOGIT_STD = 16.0  # of a random head's logits: the top token takes most of the mass, as with a trained head
+
+
 def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
-    """A head shaped for ``target`` with random weights: real drafting cost, meaningless acceptance."""
+    """A head shaped for ``target`` with random weights: real drafting cost, meaningless acceptance.
+
+    It has its own LM head (the target's shape) behind an RMSNorm, with weights scaled so that its logits have a
+    standard deviation of ``PEAKED_LOGIT_STD``: the top token then takes most of the mass, as with a trained head,
+    so EAGLE-2's tree grows chains down to its depth and a replayed tau of 4-5 is reached. Through the shared
+    random LM head of a shape-only target the logits are nearly uniform over the vocabulary, the tree stays about
+    three deep and the achieved tau falls short (2.97 for an imposed 4.16 at d = 6, n = 48 with Llama-3's vocabulary).
+    The norm adds one [n, h] elementwise pass per draft pass; values do not change the timing otherwise. A rotated
+    target (``quant.rotated``) gets a rotated head's extra [h, h] ``rms_norm_rotation``, as SpecMQuant's Rot heads.
+    """
+    t = target.config
     weight = target.lm_head.weight
-    head = EagleHead(target.config.replace(num_hidden_layers=1), target, rotated=False)
+    head = EagleHead(t.replace(num_hidden_layers=1), target, rotated=bool(getattr(target, "rotated", False)))
     generator = torch.Generator().manual_seed(seed)
+    lm_head = nn.Linear(t.hidden_size, t.vocab_size, bias=False)
     with torch.no_grad():
-        for own in (head.fc, head.layers):  # not the target's embeddings and LM head it shares
-            fill_random(own, generator)
+        for own in (head.fc, head.layers, head.rms_norm_rotation):  # not the target's embeddings it shares
+            if own is not None:
+                fill_random(own, generator)
+        lm_head.weight.normal_(0.0, PEAKED_LOGIT_STD / t.hidden_size**0.5, generator=generator)
+    head.lm_head = nn.Sequential(RMSNorm(t.hidden_size, t.rms_norm_eps), lm_head)
     return head.placed(weight.device, weight.dtype)
