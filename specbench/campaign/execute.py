@@ -95,9 +95,9 @@ def overrides(run: Run, profile: Profile, root: Path, questions: int | None = No
 
 def estimate_s(run: Run, questions: int, new_tokens: int, built: bool = False) -> float:
     """Rough GPU seconds of ``run`` on an H200 (see ``TARGETS``): the build (unless the previous run ``built`` the
-    same target), then every method's ``new_tokens`` per prompt."""
-    setup, tok_s = TARGETS[run.target]
-    return (0 if built else setup) + run.methods * run.tasks * questions * new_tokens / tok_s
+    same target), its fixed cost, then every method's ``new_tokens`` per prompt."""
+    setup, tok_s, per_run = TARGETS[run.target]
+    return (0 if built else setup) + per_run + run.methods * run.tasks * questions * new_tokens / tok_s
 
 
 def default_root(results: Path, gpu: str, today: str) -> Path:

@@ -67,10 +67,12 @@ class Run:
                          for task, tau in self.taus.items())
 
 
-# target -> (seconds to build it and warm up, decode tok/s of one method on an H200 without compile): rough, from
-# docs/benchmarks.md, 2026-12-01 (8B AR 154 tok/s uncompiled; 70B W4A16 AR 42 tok/s on the tuned Triton kernel, a
-# shape-only 70B + 8B W4A16 HierSpec stack built and warmed in about 30 s since its codes are packed on the GPU)
-TARGETS = {"llama3_8b": (20, 150.0), "llama3_70b": (40, 45.0), "qwen3_8b": (20, 150.0)}
+# target -> (seconds to build it and warm up, decode tok/s of one method on an H200 without compile, seconds every
+# run adds: warm-ups, prefills, session reset): rough, from docs/benchmarks.md, 2026-12-01 (8B AR 154 tok/s
+# uncompiled; 70B W4A16 AR 42 tok/s on the tuned Triton kernel, a shape-only 70B + 8B W4A16 HierSpec stack built and
+# warmed in about 30 s since its codes are packed on the GPU; session 7's 49 runs: 12 s per 70B run and 4 s per
+# Qwen3-8B run beyond their tokens)
+TARGETS = {"llama3_8b": (20, 150.0, 4.0), "llama3_70b": (40, 45.0, 12.0), "qwen3_8b": (20, 150.0, 4.0)}
 
 # --- published and derived taus (see /work/shared/docs/published-tau.md) ---
 EG2_8B = Tau(4.53, "EAGLE-2 Tab.2 [OCR], Llama-3-8B-Instruct MT-bench, n=60 d=6")
