@@ -34,8 +34,8 @@ def test_jobs_on_one_target_build_it_once_and_another_target_is_built_afresh(hyd
     runner.run(hydra_compose(*BASE, f"output.root={tmp_path}", "drafter=eagle", "runtime.temperature=0.7"))
     assert LOADED.builds == builds and LOADED.parts[1] is target
     # each of the four methods (AR and n-gram greedy, AR and EAGLE at T = 0.7): warm-ups at timing.warmup_new_tokens,
-    # then the two questions at max_new_tokens
-    assert recorded_lengths == [3, 3, 8, 8] * 4
+    # an untimed prefill of each question (one new token), then the two questions at max_new_tokens
+    assert recorded_lengths == [3, 3, 1, 1, 8, 8] * 4
     # the reused session decodes as a fresh build of the same config
     engine, _, session = LOADED.parts
     fresh_engine = type(engine).from_config(hydra_compose(*BASE, f"output.root={tmp_path}"))

@@ -35,7 +35,8 @@ class DatasetConf:
 class TimingConf:
     """What is measured and how; how the model executes is the ``engine`` group (``EngineConf``)."""
 
-    warmup: int = 3  # warm-up generations (on the first question) before anything is recorded
+    # the prefills are of every question's first turn: a new prompt length's first prefill may compile a kernel
+    warmup: int = 3  # warm-up generations, then an untimed prefill of each question
     warmup_new_tokens: Optional[int] = None  # new tokens of each warm-up generation (None: the run's max_new_tokens)
     repeats: int = 1
     phase_events: bool = True  # per-phase CUDA events / perf counters in the step log
