@@ -68,3 +68,24 @@ def test_keep_only_frees_another_target_and_keeps_this_one(hydra_compose, tmp_pa
     assert LOADED.parts is not None
     assert not LOADED.keep_only(hydra_compose(*BASE, "quant=w8a8_int8", "quant.backend=reference"))
     assert LOADED.parts is None and LOADED.key is None
+
+
+def test_a_leased_gpu_job_finds_the_target_kept_by_the_previous_job(hydra_compose, tmp_path, monkeypatch):
+    """With runtime.device=cuda:auto the kept target is keyed by the leased device, so the next job's check waits
+    for the lease: it then counts the kept target as in place and does not rebuild it."""
+    from specbench import __main__ as cli
+    from specbench.runner import gpu_pool, preflight
+
+    monkeypatch.setattr(preflight, "gpu_present", lambda: True)
+    monkeypatch.setattr(gpu_pool, "resolve_device", lambda runtime: "cpu")  # the lease, answered by this CPU
+    seen = []
+    monkeypatch.setattr(preflight, "check_memory", lambda cfg, target_loaded=False: seen.append(target_loaded))
+    LOADED.release()
+    for drafter in ("ngram", "eagle"):
+        cli.measure(hydra_compose(*BASE, f"output.root={tmp_path}", f"drafter={drafter}", "runtime.device=cuda:auto"),
+                    experiment="")
+    assert seen == [False, True] and LOADED.builds >= 1
+    builds = LOADED.builds
+    cli.measure(hydra_compose(*BASE, f"output.root={tmp_path}", "drafter=ngram", "runtime.device=cuda:auto"),
+                experiment="")
+    assert LOADED.builds == builds and seen[-1] is True
