@@ -67,14 +67,15 @@ def measure(cfg: DictConfig, experiment: str | None = None) -> None:
 
         experiment = HydraConfig.get().runtime.choices.get("experiment")
     leasing = cfg.runtime.device == "cuda:auto"
-    # a target kept from an earlier job of this process is freed unless this job builds the same one; the kept one
-    # is keyed by its resolved device, so with cuda:auto the comparison waits for the lease
-    kept = not leasing and LOADED.keep_only(cfg)
+    # a target kept from an earlier job of this process is freed unless this job builds the same one; it is keyed by
+    # its resolved device, so with cuda:auto the comparison (and the memory check) waits for the lease
+    kept = False if leasing else LOADED.keep_only(cfg)
     preflight(cfg, experiment=experiment, target_loaded=kept)  # starts no CUDA
     # runtime.device=cuda:auto leases a free GPU first, before any import can start CUDA on another one
     cfg.runtime.device = resolve_device(cfg.runtime)
     if leasing:
-        check_memory(cfg, target_loaded=LOADED.keep_only(cfg))
+        kept = LOADED.keep_only(cfg)
+        check_memory(cfg, target_loaded=kept)
 
     from specbench.runner.run import run
     from specbench.runner.summary import print_summary, summarize

@@ -50,8 +50,8 @@ def marker(rows: pd.DataFrame) -> str:
     first = rows.iloc[0]
     gpu = first.get("env.gpu")
     if "shape_only" in set(rows.get("weights", ())):
-        lengths = "/".join(str(n) for n in sorted(set(rows.get("dataset.max_new_tokens", pd.Series(dtype=int)).dropna()
-                                                      .astype(int))))
+        tokens = rows["dataset.max_new_tokens"].dropna() if "dataset.max_new_tokens" in rows else []
+        lengths = "/".join(str(n) for n in sorted({int(n) for n in tokens}))
         parts.append(f"{SHAPE_ONLY_MARK} {gpu + ', ' if isinstance(gpu, str) else ''}shape-only"
                      + (f", {lengths} new tokens per prompt" if lengths else ""))
     if "replay" in set(rows.get("acceptance_source", ())):

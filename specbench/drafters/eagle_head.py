@@ -167,7 +167,7 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     """
     t = target.config
     weight = target.lm_head.weight
-    head = EagleHead(t.replace(num_hidden_layers=1), target, rotated=bool(getattr(target, "rotated", False)))
+    head = EagleHead(t.replace(num_hidden_layers=1), target, rotated=target.rotated)
     generator = torch.Generator().manual_seed(seed)
     lm_head = nn.Linear(t.hidden_size, t.vocab_size, bias=False)
     with torch.no_grad():

@@ -239,9 +239,11 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
         return
     for i in range(cfg.timing.warmup):
         one(questions[0], 0, [], cfg.runtime.seed + i, cfg.timing.warmup_new_tokens or max_new)
-    if cfg.timing.warmup:  # every first-turn prompt prefilled once, untimed: a prefill of a new length may compile
-        for question in {q.question_id: q for _, q in todo}.values():  # a kernel for its M (configs are per M
-            one(question, 0, [], cfg.runtime.seed, 1)  # bucket), which must not land in that question's prefill time
+    # every question's first turn prefilled once, untimed: the first prefill of a new length may compile a kernel
+    # or capture a graph for its M, which must not land in that question's prefill time
+    if cfg.timing.warmup:
+        for question in {q.question_id: q for _, q in todo}.values():
+            one(question, 0, [], cfg.runtime.seed, 1)
     progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
