@@ -3,7 +3,11 @@
 # mode competing against every current entry, then the int8-activation kernels), the 70B linear-stack benchmark
 # with every backend, and the 70B HierSpec row with that table. STEPS picks the steps (default: all); each has its
 # own time cap so the call ends inside its budget. Results under $OUT; wheels missing on the machine travel in .whl/.
+# TUNE_DEQ, TUNE_BUCKETS, TUNE_MODELS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16 tune and the
+# benchmark.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
+#   STEPS="pytest tune bench" TUNE_DEQ="3 4" TUNE_BUCKETS="64 16 1" TUNE_MODELS=llama-3-70b TUNE_BUDGET_S=280 \
+#       BENCH_SCHEMES=w4a16 bash benchmarks/quant_h200.sh
 set -uo pipefail
 OUT=${OUT:-bench_out}
 STEPS=${STEPS:-"pytest tune tune_a8 bench hierspec"}
@@ -19,8 +23,10 @@ if step pytest; then
   tail -3 "$OUT/pytest.log"
 fi
 if step tune; then
-  timeout 90 python3 -m specbench.quantization.tune --gpu h200 --schemes w4a16 --models llama-3-70b llama-3-8b \
-      --buckets 1 16 64 --groups 128 -1 --deq 3 --budget-s 75 --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
+  budget=${TUNE_BUDGET_S:-75}
+  timeout $((budget + 15)) python3 -m specbench.quantization.tune --gpu h200 --schemes w4a16 \
+      --models ${TUNE_MODELS:-llama-3-70b llama-3-8b} --buckets ${TUNE_BUCKETS:-1 16 64} --groups ${TUNE_GROUPS:-128 -1} \
+      --deq ${TUNE_DEQ:-3} --budget-s "$budget" --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
   echo "tune rc $?"; [ -f "$OUT/h200.json" ] && cp "$OUT/h200.json" "$TABLE"
 fi
 if step tune_a8; then
@@ -30,7 +36,8 @@ if step tune_a8; then
 fi
 if step bench; then
   timeout 75 python3 -m benchmarks.bench_quant_linear --out "$OUT/bench" --models llama-3-70b \
-      --backends triton torch fbgemm --schemes w4a16 w8a8_int8 w4a8 w8a8_fp8 --ms 1 16 64 --budget-s 60 \
+      --backends ${BENCH_BACKENDS:-triton torch fbgemm} --schemes ${BENCH_SCHEMES:-w4a16 w8a8_int8 w4a8 w8a8_fp8} \
+      --ms 1 16 64 --budget-s 60 \
       > "$OUT/bench.log" 2>&1; echo "bench rc $?"
 fi
 if step hierspec; then

@@ -61,6 +61,8 @@ INTERPRETED = textwrap.dedent("""
         (-1, False, 7, fp16, C("dot", 16, 128, split=2, DEQ=2)),
         (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=3)),  # plane dots, the plain conversion
         (-1, True, 1, fp16, C("dot", 32, 256, split=2, DEQ=3)),
+        (128, False, 17, fp16, C("dot", 64, 128, split=4, BM=32, DEQ=4)),  # the weight as the first operand
+        (-1, True, 2, fp16, C("dot", 64, 256, split=2, DEQ=4)),
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]

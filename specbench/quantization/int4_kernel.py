@@ -23,6 +23,9 @@ applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z
 instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline PTX on CUDA,
 plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (strided loads),
 so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale goes on the product.
+``DEQ`` 4 is ``DEQ`` 3 with the operands swapped: it computes y.T = W x.T, the weight planes [BN, BK/8] being
+``tl.dot``'s first operand, which Hopper's wgmma can read from registers (the second operand, x.T, goes through
+shared memory), so the dequantized tile is never written to shared memory; BM is then the MMA's narrow side.
 """
 
 from __future__ import annotations
@@ -50,7 +53,8 @@ DTYPES = (torch.bfloat16, torch.float16)
 @dataclass(frozen=True)
 class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
-    # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane
+    # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
+    # the weight as the first operand (y.T = W x.T)
 
 
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
@@ -66,8 +70,8 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"group size {group} and BK={cfg.BK} must divide one another"
     if cfg.path == "dot" and cfg.DEQ >= 2 and group != k and cfg.BK > group:
         return f"DEQ={cfg.DEQ} scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
-    if cfg.path == "dot" and cfg.DEQ == 3 and cfg.BK < 128:
-        return f"DEQ=3 multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
+    if cfg.path == "dot" and cfg.DEQ >= 3 and cfg.BK < 128:
+        return f"DEQ={cfg.DEQ} multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
     if cfg.path == "gemv" and cfg.BK % 8:
         return f"BK={cfg.BK} must be a multiple of 8"
     return None
@@ -95,6 +99,21 @@ if triton is not None:
         else:
             return (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True), 1024.0
 
+    @triton.jit
+    def _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM: tl.constexpr, BK: tl.constexpr):
+        """x's [BM, BK] tile from column k0, one contiguous load, as eight [BM, BK/8] tiles: tile j = columns 8r + j
+        (the inputs of nibble plane j), split in registers."""
+        x = tl.load(x_ptr + rows[:, None] * stride_xm + (k0 + tl.arange(0, BK))[None, :], mask=row_ok[:, None],
+                    other=0.0)
+        even, odd = tl.split(tl.reshape(x, (BM, BK // 8, 2, 2, 2)))  # j = 4 b2 + 2 b1 + b0, split on b0, b1, b2
+        e0, e1 = tl.split(even)
+        o0, o1 = tl.split(odd)
+        x0, x4 = tl.split(e0)
+        x2, x6 = tl.split(e1)
+        x1, x5 = tl.split(o0)
+        x3, x7 = tl.split(o1)
+        return x0, x1, x2, x3, x4, x5, x6, x7
+
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
@@ -121,13 +140,19 @@ if triton is not None:
                 z_chan = tl.full((1, BN), 8.0, tl.float32)
         if GEMV:
             acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
+        elif DEQ == 4:
+            acc = tl.zeros((BN, BM), dtype=tl.float32)  # y.T
         else:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
             xtot = tl.zeros((BM,), dtype=tl.float32)
         prow = tl.arange(0, BK8)
         for k0 in range(k_begin, k_begin + k_len, BK):
-            packed = tl.load(w_ptr + (k0 // 8 + prow)[:, None].to(tl.int64) * N + cols[None, :],
-                             mask=col_ok[None, :], other=0, eviction_policy="evict_first")
+            if DEQ == 4 and not GEMV:  # [BN, BK/8], the weight as the first operand
+                packed = tl.load(w_ptr + (k0 // 8 + prow)[None, :].to(tl.int64) * N + cols[:, None],
+                                 mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+            else:
+                packed = tl.load(w_ptr + (k0 // 8 + prow)[:, None].to(tl.int64) * N + cols[None, :],
+                                 mask=col_ok[None, :], other=0, eviction_policy="evict_first")
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
@@ -159,15 +184,7 @@ if triton is not None:
             elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
                 zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
                 p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
-                xrow = x_ptr + rows[:, None] * stride_xm + (k0 + prow * 8)[None, :]  # columns 8r of the tile
-                x0 = tl.load(xrow + 0, mask=row_ok[:, None], other=0.0)
-                x1 = tl.load(xrow + 1, mask=row_ok[:, None], other=0.0)
-                x2 = tl.load(xrow + 2, mask=row_ok[:, None], other=0.0)
-                x3 = tl.load(xrow + 3, mask=row_ok[:, None], other=0.0)
-                x4 = tl.load(xrow + 4, mask=row_ok[:, None], other=0.0)
-                x5 = tl.load(xrow + 5, mask=row_ok[:, None], other=0.0)
-                x6 = tl.load(xrow + 6, mask=row_ok[:, None], other=0.0)
-                x7 = tl.load(xrow + 7, mask=row_ok[:, None], other=0.0)
+                x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM, BK)
                 part = tl.dot(x0, p0)
                 part = tl.dot(x1, p1, part)
                 part = tl.dot(x2, p2, part)
@@ -177,6 +194,19 @@ if triton is not None:
                 part = tl.dot(x6, p6, part)
                 part = tl.dot(x7, p7, part)
                 acc += part if CHANNEL else s * part
+            elif DEQ == 4:  # the same plane dots on y.T: s and z are one group (SG = 1) as columns [BN, 1]
+                zoff = (tl.reshape(z, (BN, 1)) + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
+                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
+                x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM, BK)
+                part = tl.dot(p0, tl.trans(x0))
+                part = tl.dot(p1, tl.trans(x1), part)
+                part = tl.dot(p2, tl.trans(x2), part)
+                part = tl.dot(p3, tl.trans(x3), part)
+                part = tl.dot(p4, tl.trans(x4), part)
+                part = tl.dot(p5, tl.trans(x5), part)
+                part = tl.dot(p6, tl.trans(x6), part)
+                part = tl.dot(p7, tl.trans(x7), part)
+                acc += part if CHANNEL else tl.reshape(s, (BN, 1)) * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 xk = k0 + tl.arange(0, BK)
@@ -200,6 +230,8 @@ if triton is not None:
                             acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
+        elif DEQ == 4:
+            acc = tl.trans(acc)
         if CHANNEL:
             if DEQ == 2 and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]

@@ -71,9 +71,10 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
         out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
                 for bm, bn, bk, st, d in grid for s in splits]
     # plane dots with two-per-instruction conversion, M = 1 included (BM 16 rows, the rest masked); wider N tiles
-    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4))
-    out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=3)
-            for bm, bn, bk, w, st in grid for s in splits if bm * bn <= 64 * 128 or w == 8]
+    # and the same with the weight as the first operand (DEQ 4; BN is the MMA's 64-row side)
+    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4), (3, 4))
+    out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=d)
+            for bm, bn, bk, w, st, d in grid for s in splits if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64)]
     g = k if group == -1 else group
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
