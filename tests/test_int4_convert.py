@@ -97,6 +97,8 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, False, KernelConfig("dot", 64, 128, 2, BM=64, warps=8, stages=4, DEQ=3)),
              (-1, False, KernelConfig("dot", 256, 256, 1, BM=16, warps=8, DEQ=3)),
              (128, False, KernelConfig("dot", 128, 128, 4, BM=16, DEQ=4)),
+             (128, False, KernelConfig("dot", 64, 128, 2, BM=64, DEQ=1)),  # lane-by-lane unpacking, permuted x
+             (-1, True, KernelConfig("dot", 64, 128, 4, BM=16, DEQ=2)),
              (128, True, KernelConfig("dot", 64, 128, 2, BM=64, warps=4, stages=4, DEQ=4)),
              (-1, True, KernelConfig("dot", 256, 256, 1, BM=32, warps=8, DEQ=4))]
     for group, sym, cfg in cases:

@@ -16,7 +16,7 @@ from specbench.quantization import (
     QuantizedWeight, QuantLinear, UnsupportedBackendError, get_scheme, kernel_table, quantize_rtn,
 )
 from specbench.quantization.backends import BACKENDS, resolve
-from specbench.quantization.int4_kernel import KernelConfig, check_shape
+from specbench.quantization.int4_kernel import KernelConfig, check_shape, kernel_order
 from tests.conftest import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
@@ -55,7 +55,7 @@ INTERPRETED = textwrap.dedent("""
         (64, False, 1, bf16, C("gemv", 16, 256, split=2)),
         (-1, True, 1, bf16, None),
         (32, False, 1, fp16, C("gemv", 64, 512)),
-        (128, True, 3, fp16, C("dot", 32, 64, split=2, DEQ=0)),
+        (128, True, 3, fp16, C("dot", 32, 128, split=2, DEQ=0)),
         (128, False, 17, fp16, C("dot", 16, 128, split=4, BM=32, DEQ=1)),
         (64, False, 5, fp16, C("dot", 32, 64, split=2, DEQ=2)),
         (-1, False, 7, fp16, C("dot", 16, 128, split=2, DEQ=2)),
@@ -109,10 +109,12 @@ def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
 def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "multiple of 8" in check_shape(64, 100, 100, KernelConfig("gemv", 32, 128))
     assert "split into 3 parts" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
-    assert "must divide one another" in check_shape(64, 960, 96, KernelConfig("dot", 32, 64))
+    assert "must divide one another" in check_shape(64, 1536, 384, KernelConfig("dot", 32, 256))
+    assert "block of 128 inputs" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64))
+    assert "multiple of 128 (the packing's block" in check_shape(64, 960, 960, KernelConfig("dot", 32, 64))
     assert "must not exceed the group size" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 128, DEQ=2))
     assert "must not exceed the group size" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 256, DEQ=3))
-    assert "must be >= 128" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64, DEQ=3))
+    assert "must be >= 128" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 64, DEQ=3))
     assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
     two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
     two_scales.channel_scale = torch.ones(64)
@@ -192,3 +194,15 @@ def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry(
         assert all(check_shape(8192, 8192, 128, c) is None for c in cands)
     assert candidates(8192, 8192, 128, 1, (entry,))[1] == entry
     assert {c.BN for c in candidates(8192, 28672, 128, 1) if c.DEQ == 3} >= {128, 256}
+
+
+def test_the_packing_gives_each_nibble_plane_consecutive_inputs():
+    """Word 16b + r of a 128-input block holds inputs 128b + 16j + r at nibble j (8b + r and 8j below group 128), so
+    plane j of a tile multiplies a contiguous slice of x; every input appears once."""
+    for k, group, per in ((512, 128, 16), (512, 512, 16), (512, 64, 8), (96, 32, 4)):
+        order = kernel_order(k, group)
+        assert sorted(order.tolist()) == list(range(k))
+        words = order.view(-1, 8)  # [word, nibble]
+        for j in range(8):
+            assert words[:per, j].tolist() == list(range(per * j, per * j + per)), (k, group, j)
+        assert words[per, 0] == 8 * per  # the next block

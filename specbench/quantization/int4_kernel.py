@@ -1,10 +1,13 @@
 """specbench's Triton W4A16 kernel: ``y = x @ W.T`` with int4 weights dequantized in registers.
 
-Packed layout: ``packed`` int32 [K/8, N] holds 8 consecutive input rows per int32 (row 8i+j at bits 4j, unsigned
-nibbles; a symmetric code c is stored as c + 8), i.e. GPTQ's ``qweight`` layout, so each program reads whole
-rows of N-contiguous int32. ``scales`` [G, N] and, with zero points, ``zeros`` [G, N] are in the activation
-dtype (G = K / group size; one group per output channel for per-channel weights, whose scale is applied to
-the accumulator at the end).
+Packed layout: ``packed`` int32 [K/8, N] holds 8 input rows per int32 (unsigned nibbles; a symmetric code c is
+stored as c + 8), so each program reads whole rows of N-contiguous int32. The rows are interleaved in blocks of
+P = min(128, group size) inputs (``block_rows``): word 16b + r of a 128-block holds rows 128b + 16j + r at bits 4j,
+so nibble plane j of a word row is 16 consecutive inputs, which the plane paths multiply with a contiguous
+[BM, 16] slice of x (with GPTQ's order, 8i + j, that slice is strided); ``kernel_order`` gives the permutation
+and the backend's ``pack`` applies it at load time. ``scales`` [G, N] and, with zero points, ``zeros`` [G, N]
+are in the activation dtype (G = K / group size; one group per output channel for per-channel weights, whose
+scale is applied to the accumulator at the end).
 
 Two paths, chosen by the config (``KernelConfig``):
 - ``gemv`` (M = 1): CUDA-core multiply-adds on a [BK/8, BN] float32 accumulator, one nibble plane at a time
@@ -19,13 +22,14 @@ In the dot path int4 -> float uses the exponent trick: ``nibble | 0x4B000000`` r
 (``DEQ`` 0), or ``nibble | 0x4300`` read as bfloat16 is 128 + nibble (``DEQ`` 1, 16-bit arithmetic; fp16:
 ``0x6400`` = 1024), or (``DEQ`` 2) the exact 128 + nibble goes into ``tl.dot`` and zero point and scale are
 applied to the [BM, BN] product: sum (q - z) s x = s (sum (128 + q) x - (128 + z) sum x), one group per BK tile.
-``DEQ`` 3 splits the tile into its eight nibble planes (plane j: rows 8r + j) of exact q - z, made two values per
-instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline PTX on CUDA,
-plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's columns 8r + j (strided loads),
-so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale goes on the product.
-``DEQ`` 4 is ``DEQ`` 3 with the operands swapped: it computes y.T = W x.T, the weight planes [BN, BK/8] being
-``tl.dot``'s first operand, which Hopper's wgmma can read from registers (the second operand, x.T, goes through
-shared memory), so the dequantized tile is never written to shared memory; BM is then the MMA's narrow side.
+``DEQ`` 3 splits the tile into its eight nibble planes (plane j: one input per word row) of exact q - z, made two
+values per instruction (``int4_convert.planes``: off + q by LOP3, minus off + z by one packed subtraction; inline
+PTX on CUDA, plain ops in the interpreter), each multiplied in its own ``tl.dot`` with x's matching columns (16
+contiguous per 128-block), so no plane is unpacked lane by lane or reshaped and no sum of x is needed; the scale
+goes on the product. ``DEQ`` 4 is ``DEQ`` 3 with the operands swapped: it computes y.T = W x.T, the weight planes
+[BN, BK/8] being ``tl.dot``'s first operand, which Hopper's wgmma reads from registers (x.T, the second operand,
+is copied to shared memory asynchronously), so the dequantized tile never goes through shared memory; BM is
+then the MMA's narrow side.
 """
 
 from __future__ import annotations
@@ -57,12 +61,33 @@ class KernelConfig(TileConfig):
     # the weight as the first operand (y.T = W x.T)
 
 
+def block_rows(k: int, group: int) -> int:
+    """P, the inputs per interleaved block of the packing: 128, or the group size below 128."""
+    return min(128, group, k)
+
+
+def kernel_order(k: int, group: int) -> torch.Tensor:
+    """The input row held by each packed position: packed row 8i + j (word i, bits 4j) holds input
+    ``kernel_order(k, group)[8i + j]``."""
+    p = block_rows(k, group)
+    pos = torch.arange(k)
+    word, nibble = pos // 8, pos % 8
+    per = p // 8  # words per block
+    return (word // per) * p + nibble * per + word % per
+
+
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     """Why ``cfg`` cannot run an [N, K] weight with this group size (a constraint named), or None."""
-    if k % 8:
-        return f"in_features {k} must be a multiple of 8 (8 nibbles per int32)"
     if k % group:
         return f"in_features {k} must be a multiple of the group size {group}"
+    p = block_rows(k, group)
+    if p % 8:
+        return (f"the packing's block of {p} inputs (128 or a smaller group size) must be a multiple of 8 "
+                "(8 nibbles per int32)")
+    if k % p:
+        return f"in_features {k} must be a multiple of {p} (the packing's block of inputs)"
+    if cfg.BK % p:
+        return f"BK={cfg.BK} must be a multiple of the packing's block of {p} inputs"
     per_split = k // cfg.split if k % cfg.split == 0 else 0
     if per_split == 0 or per_split % cfg.BK:
         return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
@@ -72,8 +97,6 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
     if cfg.path == "dot" and cfg.DEQ >= 3 and cfg.BK < 128:
         return f"DEQ={cfg.DEQ} multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
-    if cfg.path == "gemv" and cfg.BK % 8:
-        return f"BK={cfg.BK} must be a multiple of 8"
     return None
 
 
@@ -100,25 +123,22 @@ if triton is not None:
             return (q | 0x6400).to(tl.int16).to(tl.float16, bitcast=True), 1024.0
 
     @triton.jit
-    def _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM: tl.constexpr, BK: tl.constexpr):
-        """x's [BM, BK] tile from column k0, one contiguous load, as eight [BM, BK/8] tiles: tile j = columns 8r + j
-        (the inputs of nibble plane j), split in registers."""
-        x = tl.load(x_ptr + rows[:, None] * stride_xm + (k0 + tl.arange(0, BK))[None, :], mask=row_ok[:, None],
-                    other=0.0)
-        even, odd = tl.split(tl.reshape(x, (BM, BK // 8, 2, 2, 2)))  # j = 4 b2 + 2 b1 + b0, split on b0, b1, b2
-        e0, e1 = tl.split(even)
-        o0, o1 = tl.split(odd)
-        x0, x4 = tl.split(e0)
-        x2, x6 = tl.split(e1)
-        x1, x5 = tl.split(o0)
-        x3, x7 = tl.split(o1)
-        return x0, x1, x2, x3, x4, x5, x6, x7
+    def _inputs(k0, prow, j, P: tl.constexpr):
+        """The input of nibble j of word rows ``prow`` of the tile at k0 (blocks of P inputs, P/8 words each)."""
+        return k0 + (prow // (P // 8)) * P + j * (P // 8) + prow % (P // 8)
+
+    @triton.jit
+    def _plane_inputs(k0, BK8: tl.constexpr, j: tl.constexpr, P: tl.constexpr):
+        """The inputs of nibble plane j of the tile at k0: runs of P/8 consecutive inputs, which the hints tell
+        the compiler so that it vectorizes their loads."""
+        idx = _inputs(k0, tl.arange(0, BK8), j, P)
+        return tl.max_contiguous(tl.multiple_of(idx, P // 8), P // 8)
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
-                     ASM: tl.constexpr):
+                     P: tl.constexpr, ASM: tl.constexpr):
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -126,7 +146,7 @@ if triton is not None:
         row_ok = rows < M
         split = tl.num_programs(2)
         k_len = K // split
-        k_begin = pid_k * k_len
+        k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: every split is a multiple of BK
         BK8: tl.constexpr = BK // 8
         # groups a BK tile spans (SG) and, per group, its rows of the tile (GK)
         SG: tl.constexpr = 1 if CHANNEL else (BK // GROUP if BK >= GROUP else 1)
@@ -175,7 +195,7 @@ if triton is not None:
                     else:
                         moved = packed >> (4 * j - 19)
                     f = ((moved & 0x780000) | 0x3F800000).to(tl.float32, bitcast=True)
-                    xj = tl.load(x_ptr + k0 + prow * 8 + j).to(tl.float32)
+                    xj = tl.load(x_ptr + _plane_inputs(k0, BK8, j, P)).to(tl.float32)
                     t += f * xj[:, None]
                     xs += xj
                 s_rows = _group_rows(s, SG, GK // 8, BN)
@@ -183,33 +203,25 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
                 zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
-                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
-                x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM, BK)
-                part = tl.dot(x0, p0)
-                part = tl.dot(x1, p1, part)
-                part = tl.dot(x2, p2, part)
-                part = tl.dot(x3, p3, part)
-                part = tl.dot(x4, p4, part)
-                part = tl.dot(x5, p5, part)
-                part = tl.dot(x6, p6, part)
-                part = tl.dot(x7, p7, part)
+                p = planes(packed, zoff, sixteen, ASM)
+                xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
+                part = tl.zeros((BM, BN), dtype=tl.float32)
+                for j in tl.static_range(8):
+                    part = tl.dot(tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0), p[j], part)
                 acc += part if CHANNEL else s * part
             elif DEQ == 4:  # the same plane dots on y.T: s and z are one group (SG = 1) as columns [BN, 1]
                 zoff = (tl.reshape(z, (BN, 1)) + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
-                p0, p1, p2, p3, p4, p5, p6, p7 = planes(packed, zoff, sixteen, ASM)
-                x0, x1, x2, x3, x4, x5, x6, x7 = _x_planes(x_ptr, rows, row_ok, k0, stride_xm, BM, BK)
-                part = tl.dot(p0, tl.trans(x0))
-                part = tl.dot(p1, tl.trans(x1), part)
-                part = tl.dot(p2, tl.trans(x2), part)
-                part = tl.dot(p3, tl.trans(x3), part)
-                part = tl.dot(p4, tl.trans(x4), part)
-                part = tl.dot(p5, tl.trans(x5), part)
-                part = tl.dot(p6, tl.trans(x6), part)
-                part = tl.dot(p7, tl.trans(x7), part)
+                p = planes(packed, zoff, sixteen, ASM)
+                xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
+                part = tl.zeros((BN, BM), dtype=tl.float32)
+                for j in tl.static_range(8):  # x's [BM, BK/8] tile of plane j, transposed
+                    xj = tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0)
+                    part = tl.dot(p[j], tl.trans(xj), part)
                 acc += part if CHANNEL else tl.reshape(s, (BN, 1)) * part
             else:
                 q = _nibbles(packed, BK8, BN)
-                xk = k0 + tl.arange(0, BK)
+                t = tl.arange(0, BK)  # q's row 8i + j: nibble j of word row i
+                xk = _inputs(k0, t // 8, t % 8, P)
                 x = tl.load(x_ptr + rows[:, None] * stride_xm + xk[None, :], mask=row_ok[:, None], other=0.0)
                 if DEQ == 0:
                     f = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
@@ -261,6 +273,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
-        BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, ASM=x.is_cuda, num_warps=cfg.warps, num_stages=cfg.stages,
+        BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group), ASM=x.is_cuda,
+        num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

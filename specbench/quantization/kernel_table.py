@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from specbench.quantization import int8_kernel
-from specbench.quantization.int4_kernel import KernelConfig, check_shape
+from specbench.quantization.int4_kernel import KernelConfig, block_rows, check_shape
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.schemes import SCHEMES
 
@@ -84,16 +84,22 @@ def _split_for(tiles: int, k: int, bk: int, sms: int) -> int:
     return split
 
 
+def _tile_k(k: int, group: int, most: int) -> int:
+    """The largest BK <= ``most`` (at least one packing block) that divides K and the group size or is a multiple
+    of it."""
+    p = block_rows(k, group)
+    for bk in range(max(p, most - most % p), p - 1, -p):
+        if k % bk == 0 and (group == k or group % bk == 0 or bk % group == 0):
+            return bk
+    return p
+
+
 def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfig:
     if m == 1:
-        bk = 512
-        while bk > 8 and (k % bk or (group != k and group % bk and bk % group)):
-            bk //= 2
+        bk = _tile_k(k, group, 512)
         return KernelConfig("gemv", 64, bk, _split_for(-(-n // 64), k, bk, sms), warps=4, stages=1)
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
-    bk = 128 if group == k or group >= 128 else 64
-    while k % bk:
-        bk //= 2
+    bk = _tile_k(k, group, 128 if group == k or group >= 128 else 64)
     tiles = -(-n // 64) * -(-m // bm)
     split = _split_for(tiles, k, bk, sms) if m <= MAX_SPLIT_M else 1
     return KernelConfig("dot", 64, bk, split, BM=bm, warps=4, stages=3)

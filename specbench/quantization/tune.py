@@ -33,7 +33,7 @@ import torch
 from specbench.quantization import int8_kernel, kernel_table
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
-from specbench.quantization.int4_kernel import KernelConfig, check_shape, counters_needed, launch
+from specbench.quantization.int4_kernel import KernelConfig, check_shape, counters_needed, kernel_order, launch
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES
@@ -74,7 +74,8 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
     # and the same with the weight as the first operand (DEQ 4; BN is the MMA's 64-row side)
     grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4), (3, 4))
     out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=d)
-            for bm, bn, bk, w, st, d in grid for s in splits if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64)]
+            for bm, bn, bk, w, st, d in grid for s in splits
+            if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64)]
     g = k if group == -1 else group
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
@@ -136,7 +137,8 @@ def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool,
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
     counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     y = launch(x, packed, scales, zeros, counters, group, cfg).float()
-    q = unpack_int32(packed, 4, 0).float()  # [K, N]
+    q = torch.empty(k, n, device="cuda")
+    q[kernel_order(k, group).cuda()] = unpack_int32(packed, 4, 0).float()  # [K, N] in input order
     z = 8.0 if zeros is None else zeros.float().repeat_interleave(group, 0)
     w = (q - z) * scales.float().repeat_interleave(group, 0)
     ref = x.float() @ w
@@ -150,6 +152,9 @@ class W4A16:
 
     def candidates(self, n, k, group, m):
         return candidates(n, k, group, m)
+
+    def fits(self, cfg, n, k, group):
+        return check_shape(n, k, group, cfg) is None
 
     def weight(self, n, k, group, seed):
         return random_weight(n, k, group, "cuda", seed)
@@ -180,6 +185,9 @@ class A8:
 
     def candidates(self, n, k, group, m):
         return candidates_a8(n, k, group, m, self.bits)
+
+    def fits(self, cfg, n, k, group):
+        return int8_kernel.check_shape(n, k, group, self.bits, cfg) is None
 
     def weight(self, n, k, group, seed):
         gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -289,10 +297,14 @@ def main(argv: list[str] | None = None) -> dict:
 
     def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
-        regresses); for w4a16 with ``--deq``, only those dot modes besides the heuristic's config and the entry."""
+        regresses; an entry the kernel can no longer run is dropped); for w4a16 with ``--deq``, only those dot
+        modes besides the heuristic's config and the entry."""
         kernel = KERNELS[scheme]
         entry = table["entries"].get(kernel_table.shape_key(n, k, group, scheme), {}).get(str(m))
         cands = kernel.candidates(n, k, group, m)
+        if entry and not kernel.fits(kernel.config(**entry["config"]), n, k, group):
+            del table["entries"][kernel_table.shape_key(n, k, group, scheme)][str(m)]
+            entry = None
         if entry:
             current = kernel.config(**entry["config"])
             cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
@@ -322,13 +334,20 @@ def main(argv: list[str] | None = None) -> dict:
         x = kernel.inputs(m, k)
         cands = timed_candidates(scheme, n, k, group, m)
         counters = torch.zeros(max(kernel.counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
-        timed = []
+        timed, too_big = [], 0
         for cfg in cands:
             try:
                 run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
                 timed.append((time_config(run_one, weights, args.replays), cfg))
             except Exception as err:  # noqa: BLE001 - a candidate that fails to compile/run is skipped
-                table["errors"].append(f"{scheme} {n}x{k} g{g} M={m} {cfg}: {type(err).__name__}: {str(err)[:120]}")
+                if type(err).__name__ == "OutOfResources":
+                    too_big += 1
+                else:
+                    table["errors"].append(f"{scheme} {n}x{k} g{g} M={m} {cfg}: {type(err).__name__}: "
+                                           f"{str(err)[:120]}")
+        if too_big:
+            table["errors"].append(f"{scheme} {n}x{k} g{g} M={m}: {too_big} candidates skipped, more shared memory "
+                                   "or registers than the GPU has")
         if not timed:
             continue
         best_ms, best = min(timed, key=lambda t: t[0])
