@@ -3,7 +3,8 @@
 # results/h200/<date>/ (the repo's copy travels with the call), then that folder, tarred, under $OUT. Unpack it over
 # the checkout and commit it; the next call resumes where this one stopped. Wheels missing on the machine travel in
 # .whl/ (hydra-core, omegaconf, antlr4).
-#   BUDGET_S=470 [RETRY=1] [ONLY="pattern ..."] bash benchmarks/campaign_h200.sh
+# ROOT names a new campaign folder (a rerun after a speed-up; later calls find it as the newest unfinished one).
+#   BUDGET_S=470 [RETRY=1] [ONLY="pattern ..."] [ROOT=results/h200/<date>b] bash benchmarks/campaign_h200.sh
 set -uo pipefail
 OUT=${OUT:-campaign_out}
 BUDGET_S=${BUDGET_S:-470}
@@ -12,7 +13,8 @@ export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-python3 -m specbench.campaign h200 --budget-s "$BUDGET_S" ${ONLY:+--only $ONLY} ${RETRY:+--retry-failed} 2>&1 | tee "$OUT/chunk.log"
-root=$(ls -d results/h200/*/campaign.json | sort | tail -1 | xargs dirname)
+python3 -m specbench.campaign h200 --budget-s "$BUDGET_S" ${ONLY:+--only $ONLY} ${RETRY:+--retry-failed} \
+    ${ROOT:+--root $ROOT} 2>&1 | tee "$OUT/chunk.log"
+root=${ROOT:-$(ls -d results/h200/*/campaign.json | sort | tail -1 | xargs dirname)}
 tar czf "$OUT/campaign.tgz" "$root/campaign.json" "$root/runs" "$root/logs"
 python3 -m specbench.campaign h200 --root "$root" --list | tail -1
