@@ -115,11 +115,21 @@ class EagleDrafter(Drafter):
         keep, parents, toks = chosen.tolist()  # the only host sync of a draft: read back the chosen tree
         index = {c: i for i, c in enumerate(keep)}
         if any(p >= 0 and p not in index for p in parents):  # a tie cut a parent off: rank exactly, parents first
-            s = all_scores.tolist()
-            keep = sorted(sorted(range(len(s)), key=lambda i: (-s[i], i))[:budget])
+            keep = self.rank_exactly(all_scores.tolist(), all_parents.tolist(), budget)
             parents, toks = all_parents[keep].tolist(), all_tokens[keep].tolist()
             index = {c: i for i, c in enumerate(keep)}
         return Draft(toks, [index[p] if p >= 0 else -1 for p in parents])
+
+    @staticmethod
+    def rank_exactly(scores: list[float], parents: list[int], budget: int) -> list[int]:
+        """The ``budget`` best candidates in pool order, every parent among them: a candidate ranks at most as high
+        as its parent (parents precede children in the pool; rounding can lift a near-certain child's cumulative
+        log-prob above its parent's), ties by pool order."""
+        capped = list(scores)
+        for i, p in enumerate(parents):
+            if p >= 0:
+                capped[i] = min(capped[i], capped[p])
+        return sorted(sorted(range(len(capped)), key=lambda i: (-capped[i], i))[:budget])
 
     @staticmethod
     def _select(all_tokens: torch.Tensor, all_scores: torch.Tensor, all_parents: torch.Tensor, budget: int):
@@ -200,7 +210,7 @@ def top_log_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Ten
         candidates = (local.indices + offsets).flatten(-2)
         top = local.values.flatten(-2).topk(k)
         ids, values = candidates.gather(-1, top.indices), top.values
-    return ids, values - torch.logsumexp(logits, -1, keepdim=True)
+    return ids, (values - torch.logsumexp(logits, -1, keepdim=True)).clamp(max=0.0)  # GPU rounding can exceed 0
 
 
 def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:
