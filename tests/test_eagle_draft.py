@@ -38,3 +38,10 @@ def test_log_probs_never_exceed_zero():
     logits[:, 7] = 60.0  # one near-certain id: its log-prob is 0 up to rounding
     _, values = top_log_probs(logits, 4)
     assert (values <= 0).all() and values[:, 0].abs().max() < 1e-6
+
+
+def test_exact_ranking_refuses_nan_scores():
+    from specbench.drafters.eagle import EagleDrafter
+
+    with pytest.raises(FloatingPointError, match="NaN cumulative log-probs .*pool index 2, parent 0"):
+        EagleDrafter.rank_exactly([-0.1, -0.2, float("nan"), -0.3], [-1, -1, 0, 1], 2)

@@ -125,6 +125,11 @@ class EagleDrafter(Drafter):
         """The ``budget`` best candidates in pool order, every parent among them: a candidate ranks at most as high
         as its parent (parents precede children in the pool; rounding can lift a near-certain child's cumulative
         log-prob above its parent's), ties by pool order."""
+        nan = [i for i, v in enumerate(scores) if v != v]
+        if nan:  # no ranking exists; seen on the H200 at d = 6 (docs/benchmarks.md, session 8)
+            raise FloatingPointError(f"EAGLE draft tree: {len(nan)} of {len(scores)} candidates have NaN cumulative "
+                                     f"log-probs (first: pool index {nan[0]}, parent {parents[nan[0]]}): the head's "
+                                     "forward produced non-finite logits")
         capped = list(scores)
         for i, p in enumerate(parents):
             if p >= 0:
