@@ -66,4 +66,31 @@ def test_the_same_run_folder_in_two_places_reads_the_newest_copy(smoke, tmp_path
         frame.assign(**{"env.date": date}, decode_s=frame.decode_s / speed).to_parquet(
             tmp_path / name / "default" / folder.name / "results.parquet")
     loaded = load_results(tmp_path)
-    assert len(loaded) == len(frame) and (loaded["env.date"] == "2026-06-01T00:00:00+00:00").all()
+    run = frame.config_hash.iloc[0]
+    same = loaded[loaded.config_hash == run]
+    assert len(same) == len(frame) and (same["env.date"] == "2026-06-01T00:00:00+00:00").all()
+    # the older copy is its own run (a baseline candidate), never pooled with the newest
+    older = loaded[loaded.config_hash != run]
+    assert len(older) == len(frame) and set(older.config_hash) == {f"{run}~2026-01-01T00:00"}
+
+
+def test_a_run_not_measured_again_keeps_the_baseline_of_its_own_code(smoke, tmp_path):
+    """A rerun folder that measured the AR baseline again (new kernels, 2x faster) but not the method: the method's
+    speedup stays the one against the AR measured with its own code, not against the rerun's AR."""
+    pool = Pool(smoke)
+    method = pool.select(CELL)
+    ar_run = pool.baseline(method.iloc[0], {"drafter": "none"})
+    ar = pool.rows(ar_run).drop(columns="_run")
+    before = evaluate("speedup", method, pool, n_boot=10).value
+    for name, rows in (("old/a", method.drop(columns="_run")), ("old/b", ar)):
+        (tmp_path / name).mkdir(parents=True)
+        rows.assign(**{"env.date": "2026-01-01T00:00:00+00:00", "env.git_sha": "old"}).to_parquet(
+            tmp_path / name / "results.parquet")
+    (tmp_path / "new/b").mkdir(parents=True)
+    ar.assign(**{"env.date": "2026-06-01T00:00:00+00:00", "env.git_sha": "new"}, decode_s=ar.decode_s / 2).to_parquet(
+        tmp_path / "new/b" / "results.parquet")
+    mixed = Pool(load_results(tmp_path))
+    rows = mixed.select(CELL)
+    assert evaluate("speedup", rows, mixed, n_boot=10).value == pytest.approx(before)
+    rerun_ar = mixed.select([("drafter", "none"), ("config_hash", ar.config_hash.iloc[0])])
+    assert (rerun_ar["env.git_sha"] == "new").all()  # the AR cell itself shows the rerun

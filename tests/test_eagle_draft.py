@@ -43,5 +43,5 @@ def test_log_probs_never_exceed_zero():
 def test_exact_ranking_refuses_nan_scores():
     from specbench.drafters.eagle import EagleDrafter
 
-    with pytest.raises(FloatingPointError, match="NaN cumulative log-probs .*pool index 2, parent 0"):
+    with pytest.raises(FloatingPointError, match="NaN cumulative log-probs .*pool index 2 at depth 2, parent 0"):
         EagleDrafter.rank_exactly([-0.1, -0.2, float("nan"), -0.3], [-1, -1, 0, 1], 2)

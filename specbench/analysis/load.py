@@ -122,11 +122,13 @@ def available_columns(paths_or_globs) -> list[str]:
     return _dataset(files).schema.names if files else []
 
 
-def newest_files(files: list[Path]) -> list[Path]:
-    """Of several files holding the same run (config hash x GPU x experiment name: copies of one run folder, or
-    the same configuration measured again into another folder), only the one with the newest ``env.date``; runs
-    are never pooled across files."""
+def newest_files(files: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the files to read as they are, the older copies) of several files holding the same run (config hash x GPU
+    x experiment name: copies of one run folder, or the same configuration measured again into another folder):
+    the newest ``env.date`` of a run is read as that run; a file whose every run has a strictly newer copy
+    elsewhere is an older copy (a rerun after a code change superseded it); runs are never pooled across files."""
     newest: dict[tuple, tuple[str, int]] = {}
+    runs_of: dict[int, dict[tuple, str]] = {}
     for i, path in enumerate(files):
         names = set(pq.read_schema(path).names)
         frame = pd.read_parquet(path, columns=[c for c in [*ROW_KEY[:3], "env.date"] if c in names])
@@ -136,18 +138,36 @@ def newest_files(files: list[Path]) -> list[Path]:
                 [c for c in ROW_KEY[:3] if c in names]):
             date = str(dates["env.date"].max()) if "env.date" in dates else ""
             newest[run] = max(newest.get(run, ("", -1)), (date, i))
+            runs_of.setdefault(i, {})[run] = date
     keep = {i for _, i in newest.values()}
-    return [path for i, path in enumerate(files) if i in keep]
+    older = {i for i, runs in runs_of.items() if i not in keep and all(d < newest[r][0] for r, d in runs.items())}
+    return [p for i, p in enumerate(files) if i in keep], [p for i, p in enumerate(files) if i in older]
 
 
 def load_results(paths_or_globs, filters: Mapping[str, Any] | None = None, columns: list[str] | None = None,
                  steps: bool = False) -> pd.DataFrame:
     """Result rows of every ``results.parquet`` found, filtered; copies of one run folder are read once.
 
+    An older copy of a run that was measured again (same config hash, older ``env.date``, another file) is read
+    too (when ``config_hash`` and ``env.date`` are among the columns read), as its own run: ``~<date>`` is appended
+    to its ``config_hash``. The newest copy fills the cells; an older one can still serve as the baseline of a run
+    measured with the same code (``Pool.baseline``).
+
     ``steps=True`` adds ``draft_depth_sum``: the summed draft depth of each row's steps (from the sibling
     ``steps.parquet``), which per-draft-pass timings need.
     """
-    files = newest_files(find_files(paths_or_globs))
+    files, older = newest_files(find_files(paths_or_globs))
+    frame = _read_results(files, filters, columns, steps)
+    if older and (columns is None or {"config_hash", "env.date"} <= set(columns)):
+        old = _read_results(older, filters, columns, steps)
+        if not old.empty and "env.date" in old.columns:
+            old["config_hash"] = old["config_hash"].astype(str) + "~" + old["env.date"].astype(str).str[:16]
+            frame = pd.concat([frame, old], ignore_index=True)
+    return frame
+
+
+def _read_results(files: list[Path], filters, columns, steps: bool) -> pd.DataFrame:
+    """The rows of ``files`` (duplicate rows of copied run folders once), with ``draft_depth_sum`` if ``steps``."""
     if columns is not None:
         columns = list(dict.fromkeys([*columns, *(old for old, new in RENAMED.items() if new in columns)]))
     frame = current_names(read_table(files, filters, columns))

@@ -3,7 +3,9 @@
 A run is one run folder: config hash x GPU x experiment name (``run_ids``). A baseline is the run that matches
 the method's run on every key of ``MATCH_KEYS`` except the groups the baseline spec overrides (``quant.*`` for the
 16-bit baseline, ``drafter*`` always), and equals the overrides; among several, the most alike wins (config first,
-then code version), then the one with most rows. ``units`` sums a run's rows per question and repeat.
+then code version), then one that fills cells over an older run of its configuration, then the one with most rows.
+Older runs (superseded by a newer run of the same configuration) fill no cell but stay baseline candidates, so a
+run that was not measured again keeps the baseline measured with its own code. ``units`` sums a run's rows per question and repeat.
 """
 
 from __future__ import annotations
@@ -67,17 +69,19 @@ class Pool:
         every = pd.DataFrame({**columns, "_run": run_ids(data) if len(data) else None}, index=data.index)
         runs = every.drop_duplicates("_run").set_index("_run", drop=False)
         self.resolution: Resolution = resolve(runs, run_dates(every, every["_run"]) if len(every) else pd.Series())
-        self.data = every[every["_run"].isin(self.resolution.kept)]  # the newest run of each configuration
+        self.kept = set(self.resolution.kept)
+        self.data = every[every["_run"].isin(self.kept)]  # the newest run of each configuration
         self.probes = probes
-        self.runs = runs.loc[[r for r in runs.index if r in set(self.resolution.kept)]]
-        self._rows = self.data.groupby("_run").groups
+        self.runs = runs  # every run: baseline candidates
+        self._every = every
+        self._rows = every.groupby("_run").groups
         self._canon = {k: np.array([canon(v) for v in self.runs[k]], dtype=object)
                        for k in self.runs.columns if k.startswith(LIKENESS) or k in MATCH_KEYS}
         self._units: dict[str, pd.DataFrame] = {}
         self._masks: dict[tuple, np.ndarray] = {}
 
     def rows(self, key: str) -> pd.DataFrame:
-        return self.data.loc[self._rows[key]]
+        return self._every.loc[self._rows[key]]
 
     def units(self, key: str) -> pd.DataFrame:
         if key not in self._units:
@@ -120,7 +124,7 @@ class Pool:
         cand = self.runs.index[mask]
         if not len(cand):
             return None
-        return min(cand, key=lambda k: (*self._unlikeness(run, k), -len(self._rows[k]), k))
+        return min(cand, key=lambda k: (*self._unlikeness(run, k), k not in self.kept, -len(self._rows[k]), k))
 
     def _unlikeness(self, run: Mapping, key: str) -> tuple[int, int]:
         """(config values, code-version values) in which a candidate baseline differs from ``run``: the most alike

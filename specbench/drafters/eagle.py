@@ -127,9 +127,12 @@ class EagleDrafter(Drafter):
         log-prob above its parent's), ties by pool order."""
         nan = [i for i, v in enumerate(scores) if v != v]
         if nan:  # no ranking exists; seen on the H200 at d = 6 (docs/benchmarks.md, session 8)
+            depth, up = 1, parents[nan[0]]
+            while up >= 0:
+                depth, up = depth + 1, parents[up]
             raise FloatingPointError(f"EAGLE draft tree: {len(nan)} of {len(scores)} candidates have NaN cumulative "
-                                     f"log-probs (first: pool index {nan[0]}, parent {parents[nan[0]]}): the head's "
-                                     "forward produced non-finite logits")
+                                     f"log-probs (first: pool index {nan[0]} at depth {depth}, parent "
+                                     f"{parents[nan[0]]}): the head's forward produced non-finite logits")
         capped = list(scores)
         for i, p in enumerate(parents):
             if p >= 0:
