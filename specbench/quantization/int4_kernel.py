@@ -132,7 +132,9 @@ if triton is not None:
         """The inputs of nibble plane j of the tile at k0: runs of P/8 consecutive inputs, which the hints tell
         the compiler so that it vectorizes their loads."""
         idx = _inputs(k0, tl.arange(0, BK8), j, P)
-        return tl.max_contiguous(tl.multiple_of(idx, P // 8), P // 8)
+        if (P // 8) & (P // 8 - 1) == 0:  # hints take powers of two (a per-channel K such as 96 gets none)
+            idx = tl.max_contiguous(tl.multiple_of(idx, P // 8), P // 8)
+        return idx
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
