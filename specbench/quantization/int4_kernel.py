@@ -186,7 +186,7 @@ if triton is not None:
                 else:
                     z = tl.full((SG, BN), 8.0, tl.float32)
             if GEMV:
-                # nibble plane j (rows 8i+j) as 1 + q/16: its bits shifted into float32's mantissa under 1.0's
+                # nibble plane j (``_plane_inputs``) as 1 + q/16: its bits shifted into float32's mantissa under 1.0's
                 # exponent (shift + one LOP3 + FMA per weight); t = sum_j (1 + q/16) x, so that
                 # sum_j (q - z) x = 16 t - (16 + z) sum_j x, scaled once per int32 row
                 t = tl.zeros((BK8, BN), dtype=tl.float32)
@@ -203,23 +203,19 @@ if triton is not None:
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
-            elif DEQ == 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
-                zoff = (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
-                p = planes(packed, zoff, sixteen, ASM)
+            elif DEQ >= 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
+                if DEQ == 4:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
+                    z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
+                p = planes(packed, (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen), sixteen, ASM)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                part = tl.zeros((BM, BN), dtype=tl.float32)
-                for j in tl.static_range(8):
-                    part = tl.dot(tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0), p[j], part)
-                acc += part if CHANNEL else s * part
-            elif DEQ == 4:  # the same plane dots on y.T: s and z are one group (SG = 1) as columns [BN, 1]
-                zoff = (tl.reshape(z, (BN, 1)) + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen)
-                p = planes(packed, zoff, sixteen, ASM)
-                xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                part = tl.zeros((BN, BM), dtype=tl.float32)
-                for j in tl.static_range(8):  # x's [BM, BK/8] tile of plane j, transposed
+                part = tl.zeros_like(acc)
+                for j in tl.static_range(8):  # x's [BM, BK/8] tile of plane j
                     xj = tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0)
-                    part = tl.dot(p[j], tl.trans(xj), part)
-                acc += part if CHANNEL else tl.reshape(s, (BN, 1)) * part
+                    if DEQ == 4:
+                        part = tl.dot(p[j], tl.trans(xj), part)
+                    else:
+                        part = tl.dot(xj, p[j], part)
+                acc += part if CHANNEL else s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 t = tl.arange(0, BK)  # q's row 8i + j: nibble j of word row i
