@@ -5,7 +5,8 @@ the method's run on every key of ``MATCH_KEYS`` except the groups the baseline s
 16-bit baseline, ``drafter*`` always), and equals the overrides; among several, the most alike wins (config first,
 then code version), then one that fills cells over an older run of its configuration, then the one with most rows.
 Older runs (superseded by a newer run of the same configuration) fill no cell but stay baseline candidates, so a
-run that was not measured again keeps the baseline measured with its own code. ``units`` sums a run's rows per question and repeat.
+run that was not measured again keeps the baseline measured with its own code. ``units`` sums a run's rows per
+question and repeat.
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def top_log_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Ten
         candidates = (local.indices + offsets).flatten(-2)
         top = local.values.flatten(-2).topk(k)
         ids, values = candidates.gather(-1, top.indices), top.values
-    return ids, (values - torch.logsumexp(logits, -1, keepdim=True)).clamp(max=0.0)  # GPU rounding can exceed 0
+    return ids, (values - torch.logsumexp(logits, -1, keepdim=True)).clamp(max=0.0)  # a log-prob is <= 0
 
 
 def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:
