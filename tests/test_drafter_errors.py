@@ -142,3 +142,27 @@ def test_random_eagle_head_grows_deep_trees_so_replay_reaches_its_tau():
     drafter = engine.drafter({"name": "eagle", "head": "random", "topk": 10, "depth": 6, "tree_size": 48}, session)
     gen = generate(session, drafter, list(range(100, 140)), max_new_tokens=100, acceptor=ReplayAcceptance(tau=4.16))
     assert gen.tau > 4.0, gen.tau
+
+
+def test_random_eagle_head_keeps_its_features_bounded_over_deep_trees():
+    """Each draft pass feeds the head's output back as its feature; with N(0, 0.02) weights it grew about fourfold
+    per pass at Llama-3-70B's width and overflowed float16 by depth 6 (NaN scores on the H200). At 8B's width the
+    growth is already above twofold per pass; the random head's gains keep it flat."""
+    from specbench.config.schema import EngineConf
+    from specbench.engine import Engine
+
+    engine = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=256)
+    shape = {"num_hidden_layers": 1, "intermediate_size": 512, "vocab_size": 512}
+    session = engine.session(engine.model({"source": "llama-3-8b-instruct", "shape_only": True, "overrides": shape}))
+    drafter = engine.drafter({"name": "eagle", "head": "random", "topk": 4, "depth": 8, "tree_size": 32}, session)
+    peaks, forward = [], drafter.head.forward
+
+    def recorded(*args, **kwargs):
+        out = forward(*args, **kwargs)
+        peaks.append(float(out.abs().max()))
+        return out
+
+    drafter.head.forward = recorded
+    generate(session, drafter, list(range(10, 30)), max_new_tokens=2, acceptor=ReplayAcceptance(tau=2.0))
+    passes = peaks[1:8]  # the first draft's seven expansion passes, after the prompt's
+    assert len(passes) == 7 and max(passes) < 4 * passes[0], peaks

@@ -152,6 +152,7 @@ def load_eagle_head(source: str, target: Transformer, *, target_rotated: bool = 
 
 
 PEAKED_LOGIT_STD = 16.0  # of a random head's logits: the top token takes most of the mass, as with a trained head
+FC_GAIN = 0.25  # of a random head's fc: each draft pass feeds the last one's output back, so the recursion contracts
 
 
 def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
@@ -162,7 +163,12 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     so EAGLE-2's tree grows chains down to its depth and a replayed tau of 4-5 is reached. Through the shared
     random LM head of a shape-only target the logits are nearly uniform over the vocabulary, the tree stays about
     three deep and the achieved tau falls short (2.97 for an imposed 4.16 at d = 6, n = 48 with Llama-3's vocabulary).
-    The norm adds one [n, h] elementwise pass per draft pass; values do not change the timing otherwise. A rotated
+    The norm adds one [n, h] elementwise pass per draft pass; values do not change the timing otherwise.
+
+    Each draft pass feeds the previous pass's output back as the feature, through ``fc`` and a layer without an
+    input norm, so the linears are drawn with gain 1 (std 1/sqrt(fan_in)) and ``fc`` with ``FC_GAIN``: with the
+    models' N(0, 0.02) the output grew about fourfold per pass at Llama-3-70B's width and overflowed float16 by
+    depth 6 (NaN draft scores on the H200). A rotated
     target (``quant.rotated``) gets a rotated head's extra [h, h] ``rms_norm_rotation``, as SpecMQuant's Rot heads.
     """
     t = target.config
@@ -175,5 +181,12 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
             if own is not None:
                 fill_random(own, generator)
         lm_head.weight.normal_(0.0, PEAKED_LOGIT_STD / t.hidden_size**0.5, generator=generator)
+        for linear in _linears(head.fc, head.layers, head.rms_norm_rotation):
+            gain = FC_GAIN if linear is head.fc else 1.0
+            linear.weight.normal_(0.0, gain / linear.in_features**0.5, generator=generator)
     head.lm_head = nn.Sequential(RMSNorm(t.hidden_size, t.rms_norm_eps), lm_head)
     return head.placed(weight.device, weight.dtype)
+
+
+def _linears(*groups: nn.Module | None) -> list[nn.Linear]:
+    return [m for group in groups if group is not None for m in group.modules() if isinstance(m, nn.Linear)]
