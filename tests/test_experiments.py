@@ -252,6 +252,26 @@ def test_resumed_run_writes_no_duplicates(hydra_compose, tmp_path):
         pd.testing.assert_frame_equal(results, old_results)
 
 
+@pytest.mark.slow
+def test_an_unfinished_run_left_by_other_code_is_measured_again_whole(hydra_compose, tmp_path):
+    """A code change between an interrupted run and its resumption: the kept rows would mix two versions (seen on
+    the H200: rows of a broken random head beside rows of the fixed one), so the rerun measures them again."""
+    from specbench.runner.environment import source_hash
+    from specbench.runner.run import run
+
+    cfg = hydra_compose("+experiment=smoke/quasar_table1", f"output.root={tmp_path}")
+    folders = run(cfg)
+    for folder in folders:  # interrupted after its first question, by a run of other code
+        results = pd.read_parquet(folder / "results.parquet")
+        first = results[results.question_id == results.question_id.iloc[0]]
+        first.assign(**{"env.source_hash": "other"}).to_parquet(folder / "results.parquet")
+    assert run(cfg) == folders
+    for folder in folders:
+        results, _ = check_run(folder)
+        assert set(results["env.source_hash"]) == {source_hash()}
+        assert results.question_id.nunique() > 1
+
+
 def test_a_remeasured_question_replaces_its_rows(tmp_path):
     """output.resume=false measures again: the store keeps one set of rows per (question, repeat)."""
     from specbench.runner.store import ResultStore

@@ -76,3 +76,14 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path):
     except OSError:
         pass
     assert target.read_text() == "old: 1\n" and not list(tmp_path.glob("*.tmp"))
+
+
+def test_rows_of_other_code_are_forgotten_so_an_unfinished_run_is_completed_by_one_version(tmp_path):
+    store = ResultStore(tmp_path)
+    for i, source in enumerate(["old", "new", None]):  # None: a row from before the hash was recorded
+        rows, steps = question(i)
+        store.add([row | {"env.source_hash": source} for row in rows], steps)
+    assert ResultStore(tmp_path).forget_other_versions("new") == 2
+    reopened = ResultStore(tmp_path)
+    reopened.forget_other_versions("new")
+    assert reopened.is_done(1, 0) and not reopened.is_done(0, 0) and not reopened.is_done(2, 0)

@@ -1,8 +1,9 @@
-"""The environment recorded with every result: GPU, driver, library versions, git commit, host."""
+"""The environment recorded with every result: GPU, driver, library versions, git commit, source hash, host."""
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -28,6 +29,21 @@ def _git_sha() -> str | None:
         return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+PACKAGE = Path(__file__).resolve().parents[1]
+SOURCES = ((PACKAGE, "*.py"), (PACKAGE.parent / "conf", "*.yaml"))  # the code and the Hydra configs it composes
+
+
+@lru_cache(maxsize=None)
+def source_hash() -> str:
+    """12 hex digits over the package's Python files and the configs: the code that measured a row, also where the
+    commit does not say it (a working tree with changes, a copy whose ``.git`` lags)."""
+    digest = hashlib.sha256()
+    for root, pattern in SOURCES:
+        for path in sorted(root.rglob(pattern)) if root.is_dir() else ():
+            digest.update(str(path.relative_to(root.parent)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def _driver() -> str | None:
@@ -69,6 +85,7 @@ def environment(device: str) -> dict:
         "env.specbench": _version("specbench"),
         "env.python": platform.python_version(),
         "env.git_sha": _git_sha(),
+        "env.source_hash": source_hash(),
         "env.host": socket.gethostname(),
         "env.cpu": platform.processor() or platform.machine(),
         "env.date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

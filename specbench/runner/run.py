@@ -33,7 +33,7 @@ from specbench.errors import ConfigError
 from specbench.quantization import describe
 from specbench.runner.build import load_tokenizer, sampling_params
 from specbench.runner.config import check_settings, config_hash, flatten
-from specbench.runner.environment import environment
+from specbench.runner.environment import environment, source_hash
 from specbench.runner.gpu_pool import bind, current_lease, resolve_device
 from specbench.runner.loaded import LOADED
 from specbench.runner.locks import run_folder_lock
@@ -166,9 +166,13 @@ def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer
     """Measure one method into its folder (the caller holds the folder's lock)."""
     folder.mkdir(parents=True, exist_ok=True)
     store = ResultStore(folder)
+    label = method.drafter.label or method.drafter.name
     if not pending(method, store, questions) and (folder / "env.json").exists():
-        log.info("%s: every question already measured in %s", method.drafter.label or method.drafter.name, folder)
+        log.info("%s: every question already measured in %s", label, folder)
         return
+    if method.output.resume and (stale := store.forget_other_versions(source_hash())):
+        log.warning("%s: %d question(s) in %s were measured by other code (env.source_hash): measured again, so the "
+                    "run holds one version's rows", label, stale, folder)
     write_text_atomic(folder / "config.yaml", OmegaConf.to_yaml(method))
     write_text_atomic(folder / "env.json", json.dumps(environment(method.runtime.device), indent=2))
     run_method(method, engine, session, tokenizer, spec, questions, store)

@@ -56,6 +56,18 @@ class ResultStore:
         """Whether all turns of this question and repeat are already recorded."""
         return (str(question_id), str(repeat)) in self._done
 
+    def forget_other_versions(self, source: str) -> int:
+        """Count as not done every (question, repeat) whose rows another code version measured (``env.source_hash``
+        other than ``source``, or not recorded): an unfinished folder is completed by one version of the code, the
+        new rows replacing those. Returns how many were forgotten."""
+        rows = self.results
+        if rows.empty:
+            return 0
+        other = rows["env.source_hash"] != source if "env.source_hash" in rows else pd.Series(True, index=rows.index)
+        stale = set(_keys(rows[other]))
+        self._done -= stale
+        return len(stale)
+
     def add(self, rows: list[dict], step_rows: list[dict]) -> None:
         """Record one question's rows (all its turns) and step rows as a new part of each table.
 
