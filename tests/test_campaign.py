@@ -219,8 +219,14 @@ def test_two_runs_of_one_configuration_are_never_mixed():
 def test_a_replayed_tau_that_was_not_reached_is_named_in_the_cell_note():
     from specbench.analysis.columns import replay_shortfall
 
-    rows = pd.DataFrame({"tau": [3.55, 3.6], "timing.replay_tau": [None, None],
-                         "timing.replay_tau_by_task.mt_bench": [4.16, 4.16]})
+    rows = pd.DataFrame({"tau": [3.55, 3.6], "timing.replay_tau": [None, None], "category": ["writing", "math"],
+                         "dataset.name": "mt_bench", "timing.replay_tau_by_task.mt_bench": [4.16, 4.16]})
     assert replay_shortfall(rows).startswith("achieved τ 3.58 of the imposed 4.16")
     assert replay_shortfall(rows.assign(tau=[4.1, 4.12])) == ""  # within 3 %
     assert replay_shortfall(pd.DataFrame({"tau": [1.0], "timing.replay_tau": [None]})) == ""  # AR: nothing imposed
+    # a multi-task run: each row is held to its own task's tau (rag 2.5), other tasks to timing.replay_tau
+    tasks = pd.DataFrame({"tau": [4.1, 2.45, 3.0], "category": ["writing", "rag", "qa"], "dataset.name": "spec_bench",
+                          "timing.replay_tau": 3.0, "timing.replay_tau_by_task.mt_bench": 4.16,
+                          "timing.replay_tau_by_task.rag": 2.5})
+    assert replay_shortfall(tasks) == ""
+    assert replay_shortfall(tasks.assign(tau=[3.0, 2.45, 3.0])).startswith("achieved τ 2.82 of the imposed 3.22")

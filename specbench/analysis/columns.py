@@ -73,14 +73,32 @@ def marker(rows: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+def imposed_tau(rows: pd.DataFrame) -> pd.Series:
+    """The tau each replayed row was given, as ``decoding.replay.per_task_replay`` chose it: its category's or its
+    task's ``timing.replay_tau_by_task`` entry, else ``timing.replay_tau`` (NaN where nothing was imposed)."""
+    from specbench.datasets.synthetic import task_of
+
+    prefix = "timing.replay_tau_by_task."
+    by_task = {c[len(prefix):]: c for c in rows.columns if c.startswith(prefix)}
+    default = rows["timing.replay_tau"] if "timing.replay_tau" in rows else pd.Series(float("nan"), index=rows.index)
+
+    def one(index, row) -> float:
+        category = row.get("category")
+        task = task_of(row.get("dataset.name"), category) if isinstance(category, str) else None
+        for key in (category, task):
+            if key in by_task and pd.notna(row[by_task[key]]):
+                return float(row[by_task[key]])
+        return float(default[index]) if pd.notna(default[index]) else float("nan")
+
+    return pd.Series([one(i, row) for i, row in rows.iterrows()], index=rows.index, dtype=float)
+
+
 def replay_shortfall(rows: pd.DataFrame, tolerance: float = 0.03) -> str:
     """A note when replayed rows reached a mean tau more than ``tolerance`` below the imposed one (the draft was
     shallower than the imposed accept length on some steps), else empty."""
-    imposed = [c for c in rows.columns if c == "timing.replay_tau" or c.startswith("timing.replay_tau_by_task.")]
-    if "tau" not in rows or not imposed:
+    if "tau" not in rows:
         return ""
-    # the imposed tau: timing.replay_tau, else the run's per-task value (campaign runs replay one task each)
-    wanted = rows[imposed].astype(float).bfill(axis=1).iloc[:, 0]
+    wanted = imposed_tau(rows)
     if wanted.isna().all():
         return ""
     achieved, target = rows["tau"].astype(float).mean(), wanted.mean()
