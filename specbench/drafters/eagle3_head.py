@@ -184,12 +184,13 @@ def random_eagle3_head(target: Transformer, seed: int = 0) -> Eagle3Head:
     layers = default_target_layers(t.num_hidden_layers)
     if min(layers) < 0:
         raise EagleHeadError(f"EAGLE-3 needs a target of at least 3 layers, not {t.num_hidden_layers}")
-    head = Eagle3Head(t.replace(num_hidden_layers=1), target, draft_vocab=draft_vocab, target_layers=layers)
-    generator = torch.Generator().manual_seed(seed)
+    weight = target.lm_head.weight
+    with torch.device(weight.device):  # drawn where the target lives (a CPU takes seconds at 70B)
+        head = Eagle3Head(t.replace(num_hidden_layers=1), target, draft_vocab=draft_vocab, target_layers=layers)
+    generator = torch.Generator(device=weight.device).manual_seed(seed)
     with torch.no_grad():
         for own in (head.fc, head.midlayer, head.norm):  # not the target's embeddings it shares
             fill_random(own, generator)
         head.lm_head.weight.normal_(0.0, PEAKED_LOGIT_STD / t.hidden_size**0.5, generator=generator)
     head.d2t.zero_()  # draft ids are the first draft_vocab target ids
-    weight = target.lm_head.weight
     return head.placed(weight.device, weight.dtype)
