@@ -20,7 +20,7 @@ export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 TABLE=specbench/quantization/tables/h200.json
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step pytest; then
-  timeout 70 python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
+  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
       tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"
   tail -3 "$OUT/pytest.log"
 fi

@@ -29,3 +29,30 @@ def test_backend_matches_reference(backend, scheme, group, sym):
         x = torch.randn(m, 1024, device="cuda", generator=gen, dtype=torch.bfloat16)
         y, y_ref = fast(x).float(), ref(x).float()
         assert ((y - y_ref).norm() / y_ref.norm()).item() < 2e-2, (backend, scheme, m)
+
+
+@pytest.mark.parametrize("scheme,group", [("w4a16", 128), ("w4a8", None)])
+def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group):
+    """``engine.compile`` with CUDA graphs over the Triton low-bit linears (custom ops) gives the logits of the
+    eager, ungraphed forward on the same weights, at decode and at tree sizes."""
+    import numpy as np
+
+    from specbench.config import EngineConf
+    from specbench.engine import Engine
+
+    shape = {"num_hidden_layers": 2, "hidden_size": 512, "intermediate_size": 1024, "num_attention_heads": 4,
+             "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 1024}
+    logits = {}
+    for compiled in (False, True):
+        engine = Engine(EngineConf(cuda_graphs=compiled, compile=compiled), device="cuda", dtype=torch.float16,
+                        max_seq_len=256)
+        model = engine.model({"source": "llama-3-8b-instruct", "shape_only": True, "overrides": shape},
+                             {"scheme": scheme, "backend": "triton", "group_size": group})
+        runner = engine.runner(model)
+        prompt = list(range(3, 40))
+        runner.tree(prompt, range(len(prompt)), 0, np.tri(len(prompt), dtype=bool))
+        start = len(prompt)
+        logits[compiled] = [runner.tree(list(range(50, 50 + n)), range(n), start, np.tri(n, dtype=bool))[0].float()
+                            for n in (1, 7, 24)]
+    for plain, fast in zip(logits[False], logits[True]):
+        assert ((fast - plain).norm() / plain.norm()).item() < 1e-2
