@@ -59,23 +59,46 @@ class HierSpecDrafter(Drafter):
             session.runner.add_bucket(inner_tree_size)
         self.inner = EagleDrafter(DraftContext(session, ctx.sampling, ctx.generator), head, topk, inner_depth,
                                   inner_tree_size)
+        self._known: tuple[int, torch.Tensor] | None = None  # the intermediate's output rows from a position on
 
     def reset(self):
         self.session.reset()
         self.inner.reset()
+        self._known = None
 
     def observe(self, tokens, hidden, start):
         if start == 0:  # prefill the intermediate model and the head on the prompt
             self.reset()
             _, features = self.session.extend(tokens[:-1])
             self.inner.observe(tokens, features, 0)
+            self._known = (len(tokens) - 2, features[-1:].clone())  # a graph's output buffer: copied
 
     def _sync(self, tokens: list[int]) -> None:
-        """Roll the intermediate back to the committed prefix and feed what it has not seen."""
-        valid = max(0, min(self.session.common_prefix(tokens), len(tokens) - 1) - 1)
-        self.session.truncate(valid)
-        _, features = self.session.extend(tokens[valid:-1])
-        self.inner.observe(tokens, features, valid)
+        """Roll the intermediate back to the committed prefix and feed the head what changed.
+
+        The head's pairs are (feature at t, token t + 1), so the first pair to feed again is the one before the
+        first changed token. Its feature comes from the rows the intermediate output this round (``_known``):
+        the intermediate runs only on tokens it has not seen, usually none (the target rejected part of the
+        draft); without that row it computes the row again."""
+        keep = min(self.session.common_prefix(tokens), len(tokens) - 1)  # positions whose KV stays valid
+        start = max(0, keep - 1)
+        first, rows = self._known if self._known is not None else (0, None)
+        if rows is None or not first <= start < keep <= first + rows.shape[0]:
+            keep = start
+        self.session.truncate(keep)
+        features = rows[start - first : keep - first] if keep > start else None
+        if keep < len(tokens) - 1:
+            _, new = self.session.extend(tokens[keep:-1])
+            features = new if features is None else torch.cat([features, new])
+        self.inner.observe(tokens, features, start)
+        self._known = None
+
+    def _remember(self, start: int, rows: torch.Tensor) -> None:
+        """Keep the intermediate's output rows of positions ``start`` on, after those of earlier rounds."""
+        if self._known is not None and self._known[0] + self._known[1].shape[0] == start:
+            self._known = (self._known[0], torch.cat([self._known[1], rows]))
+        else:
+            self._known = (start, rows)
 
     def propose(self, tokens, room):
         self._sync(tokens)
@@ -91,6 +114,7 @@ class HierSpecDrafter(Drafter):
             self.session.commit(result.nodes)
             rows = [0] + [i + 1 for i in result.nodes]
             self.inner.observe(context + result.tokens, hidden[rows], start)
+            self._remember(start, hidden[rows])
             if not sampling.greedy:
                 probs.append(sampling.probs(logits[rows]))
             seq += result.tokens
