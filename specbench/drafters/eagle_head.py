@@ -168,8 +168,8 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     Each draft pass feeds the previous pass's output back as the feature, through ``fc`` and a layer without an
     input norm, so the linears are drawn with gain 1 (std 1/sqrt(fan_in)) and ``fc`` with ``FC_GAIN``: with the
     models' N(0, 0.02) the output grew about fourfold per pass at Llama-3-70B's width and overflowed float16 by
-    depth 6 (NaN draft scores on the H200). A rotated
-    target (``quant.rotated``) gets a rotated head's extra [h, h] ``rms_norm_rotation``, as SpecMQuant's Rot heads.
+    depth 6 (NaN draft scores on the H200). A rotated target (``quant.rotated``) gets a rotated head's extra
+    [h, h] ``rms_norm_rotation``, as SpecMQuant's Rot heads.
     """
     t = target.config
     weight = target.lm_head.weight
