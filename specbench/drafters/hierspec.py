@@ -113,8 +113,9 @@ class HierSpecDrafter(Drafter):
             result = self.ctx.acceptor(tree, logits, sampling, generator)
             self.session.commit(result.nodes)
             rows = [0] + [i + 1 for i in result.nodes]
-            self.inner.observe(context + result.tokens, hidden[rows], start)
-            self._remember(start, hidden[rows])
+            kept = hidden[rows]  # a copy: the rows outlive this graph replay's output buffer
+            self.inner.observe(context + result.tokens, kept, start)
+            self._remember(start, kept)
             if not sampling.greedy:
                 probs.append(sampling.probs(logits[rows]))
             seq += result.tokens
