@@ -80,17 +80,15 @@ def imposed_tau(rows: pd.DataFrame) -> pd.Series:
 
     prefix = "timing.replay_tau_by_task."
     by_task = {c[len(prefix):]: c for c in rows.columns if c.startswith(prefix)}
-    default = rows["timing.replay_tau"] if "timing.replay_tau" in rows else pd.Series(float("nan"), index=rows.index)
 
-    def one(index, row) -> float:
+    def one(row) -> float:
         category = row.get("category")
         task = task_of(row.get("dataset.name"), category) if isinstance(category, str) else None
-        for key in (category, task):
-            if key in by_task and pd.notna(row[by_task[key]]):
-                return float(row[by_task[key]])
-        return float(default[index]) if pd.notna(default[index]) else float("nan")
+        tau = next((row[by_task[key]] for key in (category, task) if key in by_task and pd.notna(row[by_task[key]])),
+                   row.get("timing.replay_tau"))
+        return float(tau) if pd.notna(tau) else float("nan")
 
-    return pd.Series([one(i, row) for i, row in rows.iterrows()], index=rows.index, dtype=float)
+    return pd.Series([one(row) for _, row in rows.iterrows()], index=rows.index, dtype=float)
 
 
 def replay_shortfall(rows: pd.DataFrame, tolerance: float = 0.03) -> str:

@@ -180,14 +180,7 @@ def random_eagle_head(target: Transformer, seed: int = 0) -> EagleHead:
     with torch.no_grad():
         for own in (head.fc, head.layers, head.rms_norm_rotation):  # not the target's embeddings it shares
             if own is not None:
-                fill_random(own, generator)
+                fill_random(own, generator, gain=FC_GAIN if own is head.fc else 1.0)
         lm_head.weight.normal_(0.0, PEAKED_LOGIT_STD / t.hidden_size**0.5, generator=generator)
-        for linear in _linears(head.fc, head.layers, head.rms_norm_rotation):
-            gain = FC_GAIN if linear is head.fc else 1.0
-            linear.weight.normal_(0.0, gain / linear.in_features**0.5, generator=generator)
     head.lm_head = nn.Sequential(RMSNorm(t.hidden_size, t.rms_norm_eps), lm_head)
     return head.placed(weight.device, weight.dtype)
-
-
-def _linears(*groups: nn.Module | None) -> list[nn.Linear]:
-    return [m for group in groups if group is not None for m in group.modules() if isinstance(m, nn.Linear)]

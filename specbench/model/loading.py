@@ -131,15 +131,16 @@ def module_groups(model: Transformer) -> Iterator[tuple[str, nn.Module]]:
         yield "lm_head.", model.lm_head
 
 
-def fill_random(group: nn.Module, generator: torch.Generator) -> None:
-    """Shape-only weights: norms 1, biases 0, everything else N(0, 0.02)."""
+def fill_random(group: nn.Module, generator: torch.Generator, gain: float | None = None) -> None:
+    """Shape-only weights: norms 1, biases 0, everything else N(0, 0.02), or with ``gain`` N(0, gain² / fan_in)."""
     for name, param in group.named_parameters():
         if name.endswith("norm.weight") or name == "weight" and param.dim() == 1:
             param.data.fill_(1.0)
         elif name.endswith("bias"):
             param.data.zero_()
         else:
-            param.data.normal_(0.0, 0.02, generator=generator)
+            std = 0.02 if gain is None else gain / param.shape[-1] ** 0.5
+            param.data.normal_(0.0, std, generator=generator)
 
 
 def _fill_from_checkpoint(group: nn.Module, tensors: dict[str, torch.Tensor]) -> set[str]:
