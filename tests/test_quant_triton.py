@@ -154,6 +154,19 @@ def test_lookup_buckets_and_heuristic_fallback():
     assert check_shape(384, 2048, 64, cfg) is None
 
 
+@pytest.mark.parametrize("scheme,gpu", [("w4a16", "h200"), ("w4a8", "h200"), ("w4a16", None)])
+def test_config_lookup_traces_whole_under_torch_compile(scheme, gpu):
+    """``engine.compile`` traces each linear's per-M config choice into the graph (fullgraph): the lookup must
+    read no file while traced (it did, through the table's loader, and compile failed on the H200)."""
+    from specbench.quantization.backends.triton_layer import TritonLayer
+
+    layer = TritonLayer(8192, 8192, 128, scheme, gpu, torch.device("cpu"))
+    traced = torch.compile(lambda x: x * layer.config(x.shape[0])[0][1], fullgraph=True, dynamic=False,
+                           backend="eager")
+    for m in (1, 24):
+        assert traced(torch.ones(m, 2)).flatten()[0].item() == layer.config(m)[0][1]
+
+
 def test_auto_backend_is_reference_off_a_gpu_and_recorded():
     qw = quantize_rtn(torch.randn(32, 256), get_scheme("w4a16"), 128)
     assert resolve("auto", qw, torch.float32)[0] == "reference"

@@ -132,10 +132,18 @@ def kernel_of(scheme: str):
             lambda n, k, g, m, sms=132: heuristic_a8(n, k, g, m, bits, sms))
 
 
-def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16") -> tuple[object, str]:
-    """(config, "table <gpu>" or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows."""
+def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16") -> dict:
+    """The table's entries for an [N, K] weight, per M bucket ({} when it has none)."""
+    return load(gpu).get("entries", {}).get(shape_key(n, k, group, scheme), {})
+
+
+def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",
+           entries: dict | None = None) -> tuple[object, str]:
+    """(config, "table <gpu>" or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows; ``entries``:
+    the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by torch.compile reads no
+    file."""
     config_cls, check, fallback = kernel_of(scheme)
-    entries = load(gpu).get("entries", {}).get(shape_key(n, k, group, scheme), {})
+    entries = tuned_entries(gpu, n, k, group, scheme) if entries is None else entries
     if entries:
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])

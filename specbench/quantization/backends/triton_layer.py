@@ -18,12 +18,14 @@ class TritonLayer(nn.Module):
         # the most any config with blocks of at least 16 uses, up to the largest M that splits K
         worst = splitk.counters_needed(n, kernel_table.MAX_SPLIT_M, 16, 16)
         self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=device))
+        self._entries = kernel_table.tuned_entries(gpu, n, k, group, scheme)  # read here, not in a traced forward
         self._chosen: dict[int, tuple[list[int], str]] = {}
 
     def config(self, m: int) -> tuple[list[int], str]:
         """The launch config for M rows (cached per M) and where it came from."""
         if m not in self._chosen:
-            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme)
+            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme,
+                                               self._entries)
             if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
                 raise ValueError(f"config {cfg} has blocks under 16")
             d = cfg.as_dict()
