@@ -6,7 +6,8 @@
 # TUNE_DEQ, TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
 # tune and the benchmark; TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the
 # int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
-# `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`).
+# `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
+# HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
 #   STEPS="pytest tune bench" TUNE_DEQ="3 4" TUNE_BUCKETS="64 16 1" TUNE_MODELS=llama-3-70b TUNE_BUDGET_S=280 \
 #       BENCH_SCHEMES=w4a16 bash benchmarks/quant_h200.sh
@@ -45,9 +46,10 @@ if step bench; then
       > "$OUT/bench.log" 2>&1; echo "bench rc $?"
 fi
 if step hierspec; then
-  timeout 110 python3 -m specbench -m +experiment=hierspec_70b dataset=synthetic dataset.synthetic_questions=1 \
-      dataset.max_new_tokens=128 timing.warmup=1 experiment/method=l3_70b_ar,l3_70b_hierspec \
-      output.root="$OUT/runs" > "$OUT/hierspec.log" 2>&1; echo "hierspec rc $?"
+  timeout ${HIERSPEC_TIMEOUT_S:-110} python3 -m specbench -m +experiment=hierspec_70b dataset=synthetic \
+      dataset.synthetic_questions=1 dataset.max_new_tokens=128 timing.warmup=1 \
+      experiment/method=${HIERSPEC_METHODS:-l3_70b_ar,l3_70b_hierspec} output.root="$OUT/runs" ${HIERSPEC_SET:-} \
+      > "$OUT/hierspec.log" 2>&1; echo "hierspec rc $?"
 fi
 tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d runs bench 2>/dev/null); rm -rf "$OUT/runs" "$OUT/bench"
 grep -hE "M=[0-9]+:|budget" "$OUT"/tune*.log 2>/dev/null | tail -40
