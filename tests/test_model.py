@@ -269,3 +269,34 @@ def test_compiled_forward_matches_eager():
     runner = ForwardRunner(model, 16, compile=True)
     assert runner.compiled
     torch.testing.assert_close(_forward_logits(runner, ids), eager, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_layer_scope_compiles_one_layer_for_all_and_matches_eager():
+    """``compile_scope="layer"``: the six layers of tiny-target share one compiled pair of halves (two graphs, not
+    twelve, nor one whole forward), and the logits are the eager ones."""
+    from torch._dynamo.utils import counters
+
+    from specbench.decoding.forward import ForwardRunner
+
+    model = load_model("tiny-target", dtype=torch.float32)
+    assert len(model.model.layers) == 6
+    ids = torch.randint(0, model.config.vocab_size, (3,), generator=torch.Generator().manual_seed(1))
+    eager = _forward_logits(ForwardRunner(model, 16), ids)
+    torch._dynamo.reset()
+    counters.clear()
+    runner = ForwardRunner(model, 16, compile=True, compile_scope="layer")
+    torch.testing.assert_close(_forward_logits(runner, ids), eager, rtol=1e-4, atol=1e-4)
+    assert counters["stats"]["unique_graphs"] == 2
+    # a runner without compile over the same model still runs it plainly
+    torch.testing.assert_close(_forward_logits(ForwardRunner(model, 16), ids), eager, rtol=0, atol=0)
+
+
+def test_unknown_compile_scope_is_refused_with_the_allowed_values():
+    from specbench.config import ConfigValueError, EngineConf, check_engine
+    from specbench.decoding.forward import ForwardRunner
+
+    with pytest.raises(ConfigValueError, match="engine.compile_scope='model'.*layer"):
+        check_engine(EngineConf(compile_scope="model"))
+    with pytest.raises(ValueError, match="compile_scope='block'"):
+        ForwardRunner(load_model("tiny-draft", dtype=torch.float32), 16, compile=True, compile_scope="block")

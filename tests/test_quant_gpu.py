@@ -33,10 +33,11 @@ def test_backend_matches_reference(backend, scheme, group, sym):
 
 # int8 activations: the compiled graph's fused norm differs from the eager one in the last bits, and per-token int8
 # rounding turns some of those into whole quantization steps (1.4 % on the H200, session 10); fp16 activations: 1 %
+@pytest.mark.parametrize("scope", [None, "layer"])
 @pytest.mark.parametrize("scheme,group,tolerance", [("w4a16", 128, 1e-2), ("w4a8", None, 3e-2)])
-def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group, tolerance):
-    """``engine.compile`` with CUDA graphs over the Triton low-bit linears (custom ops) gives the logits of the
-    eager, ungraphed forward on the same weights, at decode and at tree sizes."""
+def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group, tolerance, scope):
+    """``engine.compile`` (whole forward or per layer) with CUDA graphs over the Triton low-bit linears (custom ops)
+    gives the logits of the eager, ungraphed forward on the same weights, at decode and at tree sizes."""
     import numpy as np
 
     from specbench.config import EngineConf
@@ -46,8 +47,8 @@ def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group,
              "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 1024}
     logits = {}
     for compiled in (False, True):
-        engine = Engine(EngineConf(cuda_graphs=compiled, compile=compiled), device="cuda", dtype=torch.float16,
-                        max_seq_len=256)
+        engine = Engine(EngineConf(cuda_graphs=compiled, compile=compiled, compile_scope=scope), device="cuda",
+                        dtype=torch.float16, max_seq_len=256)
         model = engine.model({"source": "llama-3-8b-instruct", "shape_only": True, "overrides": shape},
                              {"scheme": scheme, "backend": "triton", "group_size": group})
         runner = engine.runner(model)

@@ -24,8 +24,8 @@ MATCH_KEYS = [
     "model.source", "model.shape_only", "model.overrides", "quant.scheme", "quant.backend", "quant.rotated",
     "quant.group_size", "quant.symmetric", "quant.quantize_lm_head", "dataset.name", "dataset.path",
     "dataset.max_new_tokens", "dataset.max_turns", "dataset.system_prompt", "dataset.enable_thinking",
-    "dataset.ignore_eos", "engine.cuda_graphs", "engine.compile", "engine.compile_mode", "engine.fuse_projections",
-    "engine.gemv", "timing.phase_events", "runtime.device", "runtime.dtype",
+    "dataset.ignore_eos", "engine.cuda_graphs", "engine.compile", "engine.compile_mode", "engine.compile_scope",
+    "engine.fuse_projections", "engine.gemv", "timing.phase_events", "runtime.device", "runtime.dtype",
     "runtime.temperature", "runtime.top_p", "runtime.top_k", "env.gpu", "drafter",
 ]
 LIKENESS = ("model.", "quant.", "dataset.", "engine.", "timing.", "runtime.", "output.name", "env.git_sha", "env.torch")

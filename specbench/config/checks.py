@@ -19,3 +19,5 @@ def check_engine(engine) -> None:
     """Refuse engine settings that can no longer be honoured (the keys stay so that older configs still load)."""
     require(engine.fuse_projections, "engine.fuse_projections", engine.fuse_projections,
             "true only: the decoder is built with q/k/v and gate/up stacked (one forward path); drop the override")
+    require(engine.compile_scope in (None, "layer"), "engine.compile_scope", engine.compile_scope,
+            "null (compile each bucket's whole forward) or layer (each decoder layer's halves, shared by all layers)")

@@ -33,5 +33,6 @@ class EngineConf:
     cuda_graphs: bool = True
     compile: bool = False  # torch.compile each graph bucket's forward (fuses norms, RoPE, small kernels)
     compile_mode: Optional[str] = None  # torch.compile mode, e.g. max-autotune-no-cudagraphs (Triton GEMMs timed)
+    compile_scope: Optional[str] = None  # null: each bucket's whole forward; layer: a layer's halves, shared by all
     fuse_projections: bool = True  # true only: q/k/v and gate/up are always stacked (key kept for older configs)
     gemv: bool = True  # on a GPU, 16-bit linears are built to run one-row calls (decode) by the Triton GEMV, not cuBLAS

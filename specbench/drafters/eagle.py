@@ -62,7 +62,8 @@ class EagleDrafter(Drafter):
         target_runner = ctx.target.runner
         self.runner = ForwardRunner(head, target_runner.max_seq_len + depth * topk,
                                     cuda_graphs=target_runner.cuda_graphs, buckets=target_runner.buckets,
-                                    compile=target_runner.compiled, compile_mode=target_runner.compile_mode)
+                                    compile=target_runner.compiled, compile_mode=target_runner.compile_mode,
+                                    compile_scope=target_runner.compile_scope)
         self.pairs = 0  # (feature, next token) pairs in the head's cache: positions 0 … pairs-1
         self.pending: tuple[torch.Tensor, int] | None = None
         self._expand_graph: GraphedCall | None = None

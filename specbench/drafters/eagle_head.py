@@ -81,13 +81,14 @@ class EagleHead(DraftHead):
         self.lm_head = target.lm_head
         self.register_buffer("inv_freq", rope_inv_freq(config), persistent=False)
 
-    def forward(self, input_ids, positions, slots, mask, layers=None, *, features):
-        """``features`` [1, n, h] are target features (or the head's own outputs inside a draft tree)."""
+    def forward(self, input_ids, positions, slots, mask, layers=None, *, features, regions=None):
+        """``features`` [1, n, h] are target features (or the head's own outputs inside a draft tree); ``regions``
+        as ``Transformer.forward``'s."""
         if self.rms_norm_rotation is not None:
             features = self.rms_norm_rotation(features)
         x = self.fc(torch.cat([self.embed_tokens(input_ids), features.to(self.fc.weight.dtype)], dim=-1))
         cos, sin = self.rope(positions, x.dtype)
-        return self.layers[0](x, cos, sin, self.cache, slots, mask)
+        return self.layers[0](x, cos, sin, self.cache, slots, mask, regions)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()

@@ -90,6 +90,12 @@ class Attention(nn.Module):
             self.q_norm = self.k_norm = None
 
     def forward(self, x, cos, sin, cache: StaticKVCache, slots, mask):
+        q, k, v = self.project(x, cos, sin)
+        keys, values = cache.write(self.layer_idx, slots, k, v)
+        return self.output(attention.attend(q, keys, values, mask))
+
+    def project(self, x, cos, sin):
+        """Queries, keys and values [B, heads, n, head_dim] of ``x`` [B, n, hidden], RoPE applied."""
         b, n, _ = x.shape
         q, k, v = self.qkv(x).split(list(self.stacks["qkv"].values()), dim=-1)
         q = q.view(b, n, self.n_heads, self.head_dim)
@@ -98,10 +104,12 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        keys, values = cache.write(self.layer_idx, slots, k, v)
-        out = attention.attend(q, keys, values, mask)
-        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+
+    def output(self, attended):
+        """``o_proj`` of the attention output [B, heads, n, head_dim]."""
+        b, _, n, _ = attended.shape
+        return self.o_proj(attended.transpose(1, 2).reshape(b, n, -1))
 
 
 class MLP(nn.Module):
@@ -165,9 +173,25 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config, linear)
 
-    def forward(self, x, cos, sin, cache, slots, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cache, slots, mask)
+    def forward(self, x, cos, sin, cache, slots, mask, regions=None):
+        """``regions``: the (before, after) halves to run, compiled ones from ``decoding.forward``; default plain."""
+        before, after = regions or self.regions
+        q, k, v = before(self, x, cos, sin)
+        keys, values = cache.write(self.self_attn.layer_idx, slots, k, v)
+        return after(self, x, attention.attend(q, keys, values, mask))
+
+    def before_attention(self, x, cos, sin):
+        """Input norm, q/k/v projection and RoPE: the layer's work up to the KV-cache write."""
+        return self.self_attn.project(self.input_layernorm(x), cos, sin)
+
+    def after_attention(self, x, attended):
+        """``o_proj``, both residual adds, the post-attention norm and the MLP."""
+        x = x + self.self_attn.output(attended)
         return x + self.mlp(self.post_attention_layernorm(x))
+
+    # the two halves around the cache write and attention: with ``compile_scope="layer"`` the runner passes compiled
+    # ones that every layer of one width shares (the layer index, which picks the cache slab, stays outside them)
+    regions = (before_attention, after_attention)
 
 
 class Backbone(nn.Module):
@@ -219,12 +243,13 @@ class Transformer(nn.Module):
         slots: torch.Tensor,
         mask: torch.Tensor,
         layers: Sequence[int] | None = None,
+        regions: tuple | None = None,
     ) -> torch.Tensor:
         """Run ``input_ids`` [1, n] at rope ``positions`` [n], writing K/V to cache ``slots`` [n].
 
         ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot; a sliding window
         (Mistral) narrows it by the rope positions the cache records per slot. ``layers`` runs only those
-        decoder layers (layer-skip self-drafting). Returns final-norm hidden states [1, n, hidden]; with
+        decoder layers (layer-skip self-drafting); ``regions`` are the layers' halves to run (``DecoderLayer``). Returns final-norm hidden states [1, n, hidden]; with
         ``feature_layers`` set, [1, n, hidden * (1 + len(feature_layers))]: the final-norm states followed by the
         input of each listed decoder layer (the residual stream there), in the listed order, as one output of
         the same forward (``logits`` reads the first ``hidden`` columns).
@@ -245,7 +270,7 @@ class Transformer(nn.Module):
         for i, layer in enumerate(blocks):
             if i in self.feature_layers:
                 inputs[i] = x
-            x = layer(x, cos, sin, self.cache, slots, mask)
+            x = layer(x, cos, sin, self.cache, slots, mask, regions)
         x = self.model.norm(x)
         return torch.cat([x] + [inputs[i] for i in self.feature_layers], dim=-1) if self.feature_layers else x
 

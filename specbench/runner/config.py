@@ -112,7 +112,7 @@ def flatten(cfg: DictConfig | dict, prefix: str = "") -> dict[str, Any]:
 IDENTITY_EXCLUDES = ("output.", "hydra.", "runtime.gpu_lock_dir", "runtime.gpu_wait_s", "timing.replay_source")
 # keys hashed under the name they had when earlier results were measured, so those run folders keep their hash
 UNSET_UNHASHED = ("drafter.label", "drafter.head", "drafter.model", "drafter.quant", "timing.warmup_new_tokens",
-                  "drafter.on_miss")
+                  "drafter.on_miss", "timing.compile_scope")
 HASHED_AS = {f"engine.{key}": f"timing.{key}" for key in EngineConf.__dataclass_fields__}
 
 

@@ -99,6 +99,7 @@ class ProbeSettings:
     tree_topk: int = 10
     cuda_graphs: bool = True
     compile: bool = False  # torch.compile each bucket's forward before capturing it
+    compile_scope: str | None = None  # as ``engine.compile_scope``
     buckets: Sequence[int] = DEFAULT_BUCKETS
     seed: int = 0
     extra: dict = field(default_factory=dict)  # more identity columns for every row
@@ -110,7 +111,8 @@ class ProbeSettings:
 
     def engine(self, max_seq_len: int) -> Engine:
         """How probed modules run: graphs and compile as set here; the model's linears are as it was built."""
-        execution = EngineConf(cuda_graphs=self.cuda_graphs, compile=self.compile, gemv=False)
+        execution = EngineConf(cuda_graphs=self.cuda_graphs, compile=self.compile, compile_scope=self.compile_scope,
+                               gemv=False)
         return Engine(execution, max_seq_len=max_seq_len, buckets=self.buckets)
 
     def largest_forward(self) -> int:
