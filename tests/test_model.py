@@ -297,6 +297,8 @@ def test_unknown_compile_scope_is_refused_with_the_allowed_values():
     from specbench.decoding.forward import ForwardRunner
 
     with pytest.raises(ConfigValueError, match="engine.compile_scope='model'.*layer"):
-        check_engine(EngineConf(compile_scope="model"))
+        check_engine(EngineConf(compile=True, compile_scope="model"))
+    with pytest.raises(ConfigValueError, match="engine.compile_scope='layer'.*engine.compile=true"):
+        check_engine(EngineConf(compile_scope="layer"))
     with pytest.raises(ValueError, match="compile_scope='block'"):
         ForwardRunner(load_model("tiny-draft", dtype=torch.float32), 16, compile=True, compile_scope="block")

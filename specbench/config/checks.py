@@ -16,8 +16,11 @@ def require(ok: bool, key: str, value: Any, allowed: str) -> None:
 
 
 def check_engine(engine) -> None:
-    """Refuse engine settings that can no longer be honoured (the keys stay so that older configs still load)."""
+    """Refuse engine settings that cannot be honoured: retired ones (the keys stay so that older configs still load)
+    and a compile scope without compilation or outside the known ones."""
     require(engine.fuse_projections, "engine.fuse_projections", engine.fuse_projections,
             "true only: the decoder is built with q/k/v and gate/up stacked (one forward path); drop the override")
+    require(engine.compile or engine.compile_scope is None, "engine.compile_scope", engine.compile_scope,
+            "null unless engine.compile=true (it says what to compile)")
     require(engine.compile_scope in (None, "layer"), "engine.compile_scope", engine.compile_scope,
             "null (compile each bucket's whole forward) or layer (each decoder layer's halves, shared by all layers)")
