@@ -219,3 +219,15 @@ def test_the_packing_gives_each_nibble_plane_consecutive_inputs():
         for j in range(8):
             assert words[:per, j].tolist() == list(range(per * j, per * j + per)), (k, group, j)
         assert words[per, 0] == 8 * per  # the next block
+
+
+def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_it_redoes():
+    from specbench.quantization.tune import carry_over
+
+    old = {"command": "tune --schemes w4a16", "entries": {"8192x8192:g128": {"1": {}}}, "backends": {"w4a16": ["x"]},
+           "errors": ["w4a16 8192x8192 g128 M=64: 3 candidates skipped", "budget spent before w4a8 8192x8192 g-1 M=64"]}
+    table = {"command": "tune --schemes w4a8", "entries": {}, "errors": []}
+    carry_over(table, old, [("w4a8", 8192, 8192, -1, 64)])
+    assert table["entries"] == old["entries"] and table["backends"] == old["backends"]
+    assert table["errors"] == ["w4a16 8192x8192 g128 M=64: 3 candidates skipped"]
+    assert table["command"] == "tune --schemes w4a16; then, merged: tune --schemes w4a8"

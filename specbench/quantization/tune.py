@@ -258,6 +258,18 @@ def prewarm(tasks: list[tuple], workers: int, deadline: float) -> None:
         pool.join()
 
 
+def carry_over(table: dict, old: dict, work: list[tuple]) -> None:
+    """Merge the table this run extends into ``table``: its entries (this run re-tunes only ``work``), their notes in
+    ``errors`` but those of re-tuned (scheme, N, K, group, M), auto's backend order and its source, and its command
+    ahead of this one."""
+    table["entries"] = old.get("entries", {})
+    table.update({key: old[key] for key in ("backends", "backends_source") if key in old})
+    redone = [f"{s} {n}x{k} g{g} M={m}" for s, n, k, g, m in work]
+    table["errors"] = [e for e in old.get("errors", []) if not any(label in e for label in redone)] + table["errors"]
+    if old.get("command"):
+        table["command"] = f"{old['command']}; then, merged: {table['command']}"
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
@@ -290,10 +302,8 @@ def main(argv: list[str] | None = None) -> dict:
              + " ".join(sys.argv[1:] if argv is None else argv), "date": time.strftime("%Y-%m-%d"), "entries": {},
              "errors": []}
     base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"
-    if base.exists():  # entries this run does not re-tune are kept, and auto's backend order and its source
-        old = json.loads(base.read_text())
-        table["entries"] = old.get("entries", {})
-        table.update({key: old[key] for key in ("backends", "backends_source") if key in old})
+    if base.exists():
+        carry_over(table, json.loads(base.read_text()), work)
 
     def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
