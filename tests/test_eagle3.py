@@ -232,3 +232,24 @@ def test_a_drafter_built_later_on_the_same_target_leaves_eagle3_drafting_as_alon
     assert drafted.tokens == alone.tokens and drafted.accept_lengths == alone.accept_lengths
     assert generate(target, plain, prompt, max_new_tokens=24).tokens == alone.tokens
     assert target.model.feature_layers == ()
+
+
+@pytest.mark.slow
+def test_layer_compile_scope_compiles_the_head_whole():
+    """``engine.compile_scope=layer`` on the EAGLE-3 head (its layer is not a ``DecoderLayer``): its whole forward is
+    compiled, not left eager, and gives the eager logits."""
+    from torch._dynamo.utils import counters
+
+    head = random_eagle3_head(load_model_from_hf(tiny_hf_model("llama", num_hidden_layers=6, vocab_size=96)))
+    features = torch.randn(3, 192, generator=torch.Generator().manual_seed(0))
+    ids, pos = torch.tensor([5, 7, 9]), torch.arange(3)
+
+    def logits(runner):
+        return runner(ids, pos, pos, causal_mask(0, 3, runner.total_slots, "cpu"), features=features, graph=False)[0]
+
+    eager = logits(ForwardRunner(head, 16))
+    torch._dynamo.reset()
+    counters.clear()
+    torch.testing.assert_close(logits(ForwardRunner(head, 16, compile=True, compile_scope="layer")), eager,
+                               rtol=1e-4, atol=1e-4)
+    assert counters["stats"]["unique_graphs"] == 1

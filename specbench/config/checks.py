@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
+COMPILE_SCOPES = (None, "layer")  # engine.compile_scope: None compiles each bucket's whole forward
+
+
 class ConfigValueError(ValueError):
     """A setting holds a value outside its allowed range; raised before any model is built."""
 
@@ -22,5 +25,5 @@ def check_engine(engine) -> None:
             "true only: the decoder is built with q/k/v and gate/up stacked (one forward path); drop the override")
     require(engine.compile or engine.compile_scope is None, "engine.compile_scope", engine.compile_scope,
             "null unless engine.compile=true (it says what to compile)")
-    require(engine.compile_scope in (None, "layer"), "engine.compile_scope", engine.compile_scope,
+    require(engine.compile_scope in COMPILE_SCOPES, "engine.compile_scope", engine.compile_scope,
             "null (compile each bucket's whole forward) or layer (each decoder layer's halves, shared by all layers)")

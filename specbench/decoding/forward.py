@@ -9,7 +9,8 @@ RoPE and the other small kernels) and the compiled forward is what each bucket's
 graphs every new token count compiles again, so use it with graphs. ``compile_scope="layer"`` compiles instead the
 two halves of a decoder layer around its KV write and attention, once per shape for every layer of that width: a
 70B model compiles one layer's code, not eighty (the whole forward took about 300 s at 70B on the H200); the
-cache write, attention, embeddings, RoPE tables and LM head run uncompiled inside the same CUDA graph.
+cache write, attention, embeddings, RoPE tables and LM head run uncompiled inside the same CUDA graph. A module
+without decoder layers (the EAGLE-3 head's own layer) is compiled whole.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from specbench.config.checks import COMPILE_SCOPES
 from specbench.decoding.graphs import GraphedCall
 from specbench.model.transformer import DecoderLayer, Transformer
 
 DEFAULT_BUCKETS = (1, 2, 4, *range(8, 129, 8))
-COMPILE_SCOPES = (None, "layer")  # None: the whole forward per bucket
 
 
 @lru_cache(maxsize=None)
@@ -56,10 +57,9 @@ class ForwardRunner:
         self._step, self._regions = self._forward, None
         if compile:
             self._raise_recompile_limit()
-            if compile_scope == "layer":
-                if any(isinstance(m, DecoderLayer) for m in model.modules()):
-                    self._regions = compiled_regions(compile_mode)
-            else:
+            if compile_scope == "layer" and any(isinstance(m, DecoderLayer) for m in model.modules()):
+                self._regions = compiled_regions(compile_mode)
+            else:  # the whole forward; also a module without decoder layers (the EAGLE-3 head) under "layer"
                 self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
 
     def _raise_recompile_limit(self) -> None:

@@ -249,10 +249,11 @@ class Transformer(nn.Module):
 
         ``mask`` [1, 1, n, max_seq_len] is True where a query may attend a cache slot; a sliding window
         (Mistral) narrows it by the rope positions the cache records per slot. ``layers`` runs only those
-        decoder layers (layer-skip self-drafting); ``regions`` are the layers' halves to run (``DecoderLayer``). Returns final-norm hidden states [1, n, hidden]; with
-        ``feature_layers`` set, [1, n, hidden * (1 + len(feature_layers))]: the final-norm states followed by the
-        input of each listed decoder layer (the residual stream there), in the listed order, as one output of
-        the same forward (``logits`` reads the first ``hidden`` columns).
+        decoder layers (layer-skip self-drafting); ``regions`` are the layers' halves to run (``DecoderLayer``).
+        Returns final-norm hidden states [1, n, hidden]; with ``feature_layers`` set, [1, n, hidden * (1 +
+        len(feature_layers))]: the final-norm states followed by the input of each listed decoder layer (the
+        residual stream there), in the listed order, as one output of the same forward (``logits`` reads the first
+        ``hidden`` columns).
         """
         if self.cache is None:
             raise RuntimeError("call setup_cache(max_seq_len) before running the model")
