@@ -54,8 +54,8 @@ from specbench.timing.trees import chain_draft, eagle_like_tree
 PROBES = ("T_t", "T_v", "T_d", "prefill")
 MASKS = ("causal", "tree", "sequence")
 COLUMNS = ["probe", "n", "mask", "context", "median_ms", "p10_ms", "p90_ms", "mean_ms", "replays", "component",
-           "bucket", "cuda_graphs", "compiled", "timer", "cache_slots", "model", "quant", "backend", "kernel", "dtype",
-           "layers", "gpu", "device", "torch"]
+           "bucket", "cuda_graphs", "compiled", "compile_scope", "timer", "cache_slots", "model", "quant", "backend",
+           "kernel", "dtype", "layers", "gpu", "device", "torch"]
 
 
 def model_identity(model: torch.nn.Module, device: torch.device | str) -> dict:
@@ -151,7 +151,7 @@ class Prober:
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": self.component, "bucket": bucket,
                 "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None),
-                "compiled": self.runner.compiled, "timer": timing.timer,
+                "compiled": self.runner.compiled, "compile_scope": self.runner.compile_scope, "timer": timing.timer,
                 "cache_slots": self.runner.total_slots, **self.identity}
 
     @torch.inference_mode()
@@ -264,7 +264,7 @@ class HeadProber:
                 "p10_ms": timing.p10_ms, "p90_ms": timing.p90_ms, "mean_ms": timing.mean_ms,
                 "replays": timing.replays, "component": "eagle_head", "bucket": bucket,
                 "cuda_graphs": bool(self.runner.cuda_graphs and bucket is not None),
-                "compiled": self.runner.compiled, "timer": timing.timer,
+                "compiled": self.runner.compiled, "compile_scope": self.runner.compile_scope, "timer": timing.timer,
                 "cache_slots": self.runner.total_slots, **self.identity}
 
 
