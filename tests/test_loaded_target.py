@@ -1,6 +1,7 @@
 """Jobs of one process share their target (``runner.loaded``): built once per target, rebuilt for another one,
 freed when a job fails, and a reused target decodes exactly as a freshly built one."""
 
+import pandas as pd
 import pytest
 import torch
 
@@ -33,6 +34,12 @@ def test_jobs_on_one_target_build_it_once_and_another_target_is_built_afresh(hyd
     # another drafter and other sampling settings: the same target, not rebuilt
     runner.run(hydra_compose(*BASE, f"output.root={tmp_path}", "drafter=eagle", "runtime.temperature=0.7"))
     assert LOADED.builds == builds and LOADED.parts[1] is target
+    # the rows record the start-up cost: the first job built the target, the second reused it
+    rows = pd.concat(pd.read_parquet(f) for f in tmp_path.rglob("results.parquet"))
+    built = rows[rows["drafter"].eq("ngram") | rows["runtime.temperature"].eq(0.0)]
+    reused = rows[rows["runtime.temperature"].eq(0.7)]
+    assert len(built) == len(reused) == 4 and (rows["warmup_s"] > 0).all()
+    assert reused["target_build_s"].max() < built["target_build_s"].min()
     # each of the four methods (AR and n-gram greedy, AR and EAGLE at T = 0.7): warm-ups at timing.warmup_new_tokens,
     # an untimed prefill of each question (one new token), then the two questions at max_new_tokens
     assert recorded_lengths == [3, 3, 1, 1, 8, 8] * 4

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import torch
@@ -136,7 +137,9 @@ def _run(cfg: DictConfig) -> list[Path]:
     torch.manual_seed(cfg.runtime.seed)
     if cfg.runtime.get("threads"):
         torch.set_num_threads(cfg.runtime.threads)
+    start = time.perf_counter()
     engine, target, session = LOADED.get(cfg)
+    build_s = time.perf_counter() - start  # ~0 when the previous job's target is reused
     if cfg.dataset.name == "synthetic" or cfg.dataset.synthetic:
         tokenizer, spec, questions = None, None, synthetic_questions(cfg.dataset, target.config.vocab_size)
     else:
@@ -153,16 +156,17 @@ def _run(cfg: DictConfig) -> list[Path]:
     for method, folder in methods:  # a folder another process is measuring into is left for last
         with run_folder_lock(folder, wait=False) as held:
             if held:
-                measure(method, folder, engine, session, tokenizer, spec, questions)
+                measure(method, folder, engine, session, tokenizer, spec, questions, build_s)
             else:
                 busy.append((method, folder))
     for method, folder in busy:  # waits for the other process, then resumes what it left (normally nothing)
         with run_folder_lock(folder):
-            measure(method, folder, engine, session, tokenizer, spec, questions)
+            measure(method, folder, engine, session, tokenizer, spec, questions, build_s)
     return [folder for _, folder in methods]
 
 
-def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer, spec, questions) -> None:
+def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer, spec, questions,
+            target_build_s: float) -> None:
     """Measure one method into its folder (the caller holds the folder's lock)."""
     folder.mkdir(parents=True, exist_ok=True)
     store = ResultStore(folder)
@@ -175,7 +179,7 @@ def measure(method: DictConfig, folder: Path, engine: Engine, session, tokenizer
                     "run holds one version's rows", label, stale, folder)
     write_text_atomic(folder / "config.yaml", OmegaConf.to_yaml(method))
     write_text_atomic(folder / "env.json", json.dumps(environment(method.runtime.device), indent=2))
-    run_method(method, engine, session, tokenizer, spec, questions, store)
+    run_method(method, engine, session, tokenizer, spec, questions, store, target_build_s)
     store.compact()
 
 
@@ -210,7 +214,12 @@ def acceptors(timing, dataset: str) -> tuple:
     return per_task_replay(timing, dataset), inner
 
 
-def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: ResultStore) -> None:
+def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: ResultStore,
+               target_build_s: float) -> None:
+    """Warm up, then measure every pending question; rows record the start-up cost (``target_build_s``: the job's
+    target build, ``warmup_s``: this method's drafter build, warm-up generations and first prefills, where
+    compilation and graph capture land)."""
+    started = time.perf_counter()
     generator = torch.Generator(device=cfg.runtime.device)
     outer_for, inner = acceptors(cfg.timing, cfg.dataset.name)
     sampling = sampling_params(cfg.runtime)
@@ -248,6 +257,7 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
     if cfg.timing.warmup:
         for question in {q.question_id: q for _, q in todo}.values():
             one(question, 0, [], cfg.runtime.seed, 1)
+    identity |= {"target_build_s": target_build_s, "warmup_s": time.perf_counter() - started}
     progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
