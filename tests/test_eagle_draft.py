@@ -1,12 +1,15 @@
 """EAGLE-2's candidate scoring: top-k log-probabilities without a full log-softmax."""
 
+import textwrap
+
 import pytest
 import torch
 
-from specbench.drafters.eagle import TOPK_CHUNK, top_log_probs
+from specbench.drafters.top_k import TORCH_CHUNK, top_log_probs
+from tests.conftest import run_in_interpreter
 
 
-@pytest.mark.parametrize("shape", [(10, 128256), (128256,), (3, 4 * TOPK_CHUNK + 1), (7, 100)])
+@pytest.mark.parametrize("shape", [(10, 128256), (128256,), (3, 4 * TORCH_CHUNK + 1), (7, 100)])
 def test_top_log_probs_equal_log_softmax_top_k(shape):
     torch.manual_seed(len(shape))
     logits = torch.randn(*shape, dtype=torch.bfloat16) * 4
@@ -16,6 +19,46 @@ def test_top_log_probs_equal_log_softmax_top_k(shape):
     torch.testing.assert_close(values, ref.values)
     assert torch.equal(torch.gather(logits.float(), -1, ids), torch.gather(logits.float(), -1, ref.indices))
     assert (ids[..., 0] == shape[-1] - 1).all()
+
+
+# the GPU's two kernels against torch's top-k: a partial last chunk, a tie at the top, k = the vocabulary
+INTERPRETED = textwrap.dedent("""
+import torch
+from specbench.drafters.top_k import chunked_top_k, torch_top_log_probs, BLOCK
+torch.manual_seed(0)
+for rows, vocab, k in [(3, 2 * BLOCK + 37, 10), (1, 500, 4), (10, 5 * BLOCK, 10), (2, 12, 12)]:
+    x = torch.randn(rows, vocab) * 4
+    x[0, -1] = x.max() + 1  # the best id in the last, partial chunk
+    x[-1, 3] = x[-1, 5] = x[-1].max() + 2  # a tie at the top: the lower id first
+    ids, values = chunked_top_k(x, k)
+    ref_ids, ref_values = torch_top_log_probs(x, k)
+    assert ids.dtype == torch.int64 and values.dtype == torch.float32, (ids.dtype, values.dtype)
+    torch.testing.assert_close(values, ref_values, rtol=1e-5, atol=1e-5)
+    assert torch.equal(x.gather(-1, ids), x.gather(-1, ref_ids)), (rows, vocab, k)
+    assert ids[-1, :2].tolist() == [3, 5], ids[-1]
+    assert rows == 1 or ids[0, 0].item() == vocab - 1
+print("ok")
+""")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU test; the GPU test compiles the kernels itself")
+def test_top_k_kernels_match_torch_in_the_interpreter():
+    assert run_in_interpreter(INTERPRETED) == "ok"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_top_k_kernels_match_torch_on_the_gpu_eager_and_compiled(dtype):
+    from specbench.drafters.top_k import torch_top_log_probs
+
+    torch.manual_seed(0)
+    logits = (torch.randn(10, 128256, device="cuda") * 4).to(dtype)
+    ref_ids, ref_values = torch_top_log_probs(logits, 10)
+    compiled = torch.compile(top_log_probs, fullgraph=True, dynamic=False)
+    for ids, values in (top_log_probs(logits, 10), compiled(logits, 10)):
+        torch.testing.assert_close(values, ref_values, rtol=1e-5, atol=1e-5)
+        assert torch.equal(logits.gather(-1, ids), logits.gather(-1, ref_ids))
 
 
 def test_exact_ranking_keeps_every_parent_when_a_child_scores_above_it():

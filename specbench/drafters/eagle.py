@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from specbench.config import require
 from specbench.decoding.draft import Draft
@@ -25,6 +24,7 @@ from specbench.decoding.forward import ForwardRunner
 from specbench.decoding.graphs import GraphedCall
 from specbench.drafters.eagle_head import DraftHead
 from specbench.drafters.registry import DrafterConf, Parts, register
+from specbench.drafters.top_k import top_log_probs
 from specbench.model.kv_cache import causal_mask
 
 
@@ -195,31 +195,6 @@ class EagleDrafter(Drafter):
             frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
         chosen = self._select(all_tokens, all_scores, all_parents, self.tree_size - 1)
         return chosen, all_tokens, all_scores, all_parents
-
-
-TOPK_CHUNK = 1024  # vocabularies above 4 chunks take the top k per chunk first (one small-row top-k each)
-
-
-def top_log_probs(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The ``k`` most likely ids of each row of ``logits`` and their log-probabilities (no full log-softmax).
-
-    A large vocabulary is searched in two passes, the top ``k`` of each chunk then of those: the same set (every
-    row's top k lie among their chunks' top k), and two cheap row-wise kernels instead of one multi-block select.
-    """
-    logits = logits.float()
-    vocab = logits.shape[-1]
-    if vocab <= 4 * TOPK_CHUNK:
-        top = logits.topk(k)
-        ids, values = top.indices, top.values
-    else:
-        chunks = -(-vocab // TOPK_CHUNK)
-        padded = F.pad(logits, (0, chunks * TOPK_CHUNK - vocab), value=float("-inf"))
-        local = padded.view(*logits.shape[:-1], chunks, TOPK_CHUNK).topk(k)
-        offsets = torch.arange(chunks, device=logits.device)[:, None] * TOPK_CHUNK
-        candidates = (local.indices + offsets).flatten(-2)
-        top = local.values.flatten(-2).topk(k)
-        ids, values = candidates.gather(-1, top.indices), top.values
-    return ids, (values - torch.logsumexp(logits, -1, keepdim=True)).clamp(max=0.0)  # a log-prob is <= 0
 
 
 def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:

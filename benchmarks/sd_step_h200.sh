@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One device call over the speculative step at the Llama-3-8B bf16 shape (issue #16): GPU tests of the SD fast
+# paths, the kernel profile of a verify and of EAGLE-2's expansion graph, and the CLI's compiled AR against
+# EAGLE-2 (10, 6, 60) at replayed tau 4.53 in one process. STEPS picks the steps (default: all); SD_SET adds
+# overrides to the CLI run (e.g. engine.compile_scope=layer). Results under $OUT; small wheels travel in .whl/.
+#   STEPS="pytest profile run" bash benchmarks/sd_step_h200.sh
+set -uo pipefail
+OUT=${OUT:-bench_out}
+STEPS=${STEPS:-"pytest profile run"}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
+export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+step() { [[ " $STEPS " == *" $1 "* ]]; }
+if step pytest; then
+  timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -rfE -p no:cacheprovider ${PYTEST_FILES:-tests/test_eagle_draft.py} \
+      > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"; grep -E "passed|failed|FAILED|ERROR|Error" "$OUT/pytest.log" | tail -12
+fi
+if step profile; then
+  timeout 150 python3 -m benchmarks.profile_sd_step --out "$OUT/profile" --compile --max-seq-len 4096 \
+      > "$OUT/profile.log" 2>&1; echo "profile rc $?"
+  grep -A14 -E "^(expand|verify):" "$OUT/profile.log"
+fi
+if step run; then
+  timeout ${RUN_TIMEOUT_S:-300} python3 -m specbench model=llama3_8b model.shape_only=true dataset=synthetic \
+      dataset.synthetic_questions=2 dataset.max_new_tokens=256 runtime=cuda runtime.dtype=bfloat16 drafter=eagle \
+      drafter.head=random drafter.topk=10 drafter.depth=6 drafter.tree_size=60 compare=[] engine.compile=true \
+      timing.acceptance=replay timing.replay_tau=4.53 timing.warmup=1 output.root="$OUT/runs" ${SD_SET:-} \
+      > "$OUT/run.log" 2>&1; echo "run rc $?"
+  grep -a "│" "$OUT/run.log" | tail -6
+  tar czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$OUT/runs"
+fi
