@@ -17,7 +17,7 @@ if step pytest; then
       > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"; grep -E "passed|failed|FAILED|ERROR|Error" "$OUT/pytest.log" | tail -12
 fi
 if step profile; then
-  timeout 150 python3 -m benchmarks.profile_sd_step --out "$OUT/profile" --compile --max-seq-len 4096 \
+  timeout ${PROFILE_TIMEOUT_S:-280} python3 -m benchmarks.profile_sd_step --out "$OUT/profile" --compile --max-seq-len 4096 \
       > "$OUT/profile.log" 2>&1; echo "profile rc $?"
   grep -A14 -E "^(expand|verify):" "$OUT/profile.log"
 fi

@@ -47,7 +47,7 @@ def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group,
              "num_key_value_heads": 2, "head_dim": 128, "vocab_size": 1024}
     logits = {}
     for compiled in (False, True):
-        engine = Engine(EngineConf(cuda_graphs=compiled, compile=compiled, compile_scope=scope), device="cuda",
+        engine = Engine(EngineConf(cuda_graphs=compiled, compile=compiled, compile_scope=scope if compiled else None), device="cuda",
                         dtype=torch.float16, max_seq_len=256)
         model = engine.model({"source": "llama-3-8b-instruct", "shape_only": True, "overrides": shape},
                              {"scheme": scheme, "backend": "triton", "group_size": group})
