@@ -1,10 +1,19 @@
-"""Replay a tensor function as a CUDA graph: captured on the first call, then inputs copied in and replayed."""
+"""Replay a tensor function as a CUDA graph: captured on the first call, then inputs copied in and replayed.
+
+A graph destroyed while another is being captured ends that capture (CUDA refuses the destruction during a capture:
+"operation not permitted when stream is capturing"). An old runner's graphs can go at any moment, when the cycle
+collector runs or the last reference to the runner goes (seen on the H200 in the compiled-forward GPU test), so a
+``GraphedCall`` freed during a capture hands its graph to ``_retired``, which is emptied once the capture ends.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
 import torch
+
+_retired: list[torch.cuda.CUDAGraph] = []
+_capturing = False
 
 
 class GraphedCall:
@@ -32,8 +41,18 @@ class GraphedCall:
                 self.fn(*self.inputs)
         torch.cuda.current_stream().wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph, pool=self.pool):
-            self.outputs = self.fn(*self.inputs)
+        global _capturing
+        _capturing = True
+        try:
+            with torch.cuda.graph(self.graph, pool=self.pool):
+                self.outputs = self.fn(*self.inputs)
+        finally:
+            _capturing = False
+            _retired.clear()
+
+    def __del__(self):
+        if _capturing and self.graph is not None:
+            _retired.append(self.graph)
 
     def __call__(self, *args: torch.Tensor):
         if self.graph is None:
