@@ -2,9 +2,10 @@
 
 An EAGLE expansion pass needs, for each of its ``k`` frontier rows, the top ``k`` of a 128k-entry vocabulary and
 the row's log-normaliser. torch's ``topk`` over such rows runs a multi-block radix select of about a dozen
-kernels (84 µs per pass at k = 10 on the H200, next to the 250 µs LM head; docs/benchmarks.md, session 5). On a
-GPU two Triton kernels do it instead: each program of the first takes one ``BLOCK``-entry chunk of a row and
-writes its top ``k`` (by repeated max) and its max and sum of exponentials; the second merges a row's chunks.
+kernels (84 µs per pass at k = 10 on the H200, next to the 250 µs LM head). On a GPU two Triton kernels do it
+instead, in about 20 µs (docs/benchmarks.md, sessions 5 and 11): each program of the first takes one
+``BLOCK``-entry chunk of a row and writes its top ``k`` (by repeated max) and its max and sum of exponentials; the
+second merges a row's chunks.
 Ties go to the lowest id. Elsewhere (a CPU, no Triton) torch does it in two passes: the top ``k`` of each
 1024-entry chunk, then of those.
 """
@@ -71,7 +72,7 @@ if triton is not None:
             taken = taken | (ids == pick)
 
     @triton.jit
-    def _chunk_kernel(x_ptr, stride, vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
+    def _top_k_chunk_kernel(x_ptr, stride, vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
                       K: tl.constexpr, BLOCK: tl.constexpr):
         """One chunk of one row: its top ``K`` and its max and sum of exp(x - max)."""
         row, chunk = tl.program_id(0), tl.program_id(1)
@@ -86,7 +87,7 @@ if triton is not None:
         _take_best(x, ids, ~valid, 0.0, K, False, cand_v + at, cand_i + at)
 
     @triton.jit
-    def _merge_kernel(cand_v, cand_i, chunk_m, chunk_s, out_v, out_i, chunks,
+    def _top_k_merge_kernel(cand_v, cand_i, chunk_m, chunk_s, out_v, out_i, chunks,
                       K: tl.constexpr, C: tl.constexpr, N: tl.constexpr):
         """One row: the top ``K`` of its chunks' candidates, as log-probabilities under the row's normaliser."""
         row = tl.program_id(0)
@@ -112,11 +113,11 @@ def chunked_top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Ten
     cand_i = torch.empty(rows, chunks, k, dtype=torch.int32, device=logits.device)
     chunk_m = torch.empty(rows, chunks, dtype=torch.float32, device=logits.device)
     chunk_s = torch.empty_like(chunk_m)
-    _chunk_kernel[(rows, chunks)](logits, logits.stride(0), vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
+    _top_k_chunk_kernel[(rows, chunks)](logits, logits.stride(0), vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
                                   K=k, BLOCK=BLOCK, num_warps=4)
     values = torch.empty(rows, k, dtype=torch.float32, device=logits.device)
     ids = torch.empty(rows, k, dtype=torch.int64, device=logits.device)
-    _merge_kernel[(rows,)](cand_v, cand_i, chunk_m, chunk_s, values, ids, chunks, K=k,
+    _top_k_merge_kernel[(rows,)](cand_v, cand_i, chunk_m, chunk_s, values, ids, chunks, K=k,
                            C=triton.next_power_of_2(chunks), N=triton.next_power_of_2(chunks * k), num_warps=8)
     return ids, values
 
