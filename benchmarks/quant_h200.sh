@@ -21,7 +21,7 @@ export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
 TABLE=specbench/quantization/tables/h200.json
 step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step pytest; then
-  timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
+  timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
       tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py tests/test_eagle_draft.py tests/test_graphs.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"
   tail -3 "$OUT/pytest.log"
 fi

@@ -44,6 +44,9 @@ def test_newest_run_of_a_configuration_wins(smoke):
     assert len(stats) == smoke.config_hash.nunique()  # one row per configuration: plots draw it once
     other = Pool(pd.concat([smoke, newer.assign(**{"output.name": "another_experiment"})], ignore_index=True))
     assert old.config_hash.iloc[0] in set(other.select(CELL).config_hash)  # another experiment's run is its own
+    compiled = Pool(pd.concat([smoke.assign(**{"engine.compile": False}), newer.assign(**{"engine.compile": True})],
+                              ignore_index=True))  # a compiled run measures something else: it supersedes nothing
+    assert {old.config_hash.iloc[0], newer.config_hash.iloc[0]} <= {k.split("@")[0] for k in compiled.kept}
     listing = superseded_markdown(pool.resolution)
     assert listing.count(f"| {old.config_hash.iloc[0]} (") == 1 and "c (2026-12-01" in listing
 

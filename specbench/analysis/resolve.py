@@ -1,7 +1,7 @@
 """Which run counts when several measured the same thing: the newest run wins, the older ones are listed.
 
 A run is one run folder (``pool.run_ids``). Two runs have the same configuration when every config value
-(model, quantization, drafter, dataset, timing, runtime settings, the GPU, real or shape-only weights, real or
+(model, quantization, drafter, dataset, engine, timing, runtime settings, the GPU, real or shape-only weights, real or
 replayed acceptance) that both recorded is equal and they belong to the same experiment (``output.name``: the
 manifests pin their cells to it); a value one of them lacks (a setting added to the code since) does not count,
 and neither do the code version, host or date (``env.*``) or the config hash. Among runs of one configuration the one with the newest ``env.date`` wins (ties: the larger
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-CONFIG_PREFIXES = ("model.", "quant.", "drafter.", "dataset.", "timing.", "runtime.")
+CONFIG_PREFIXES = ("model.", "quant.", "drafter.", "dataset.", "engine.", "timing.", "runtime.")
 CONFIG_EXTRA = ("drafter", "env.gpu", "weights", "acceptance_source", "output.name")
 
 
