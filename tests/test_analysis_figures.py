@@ -66,3 +66,18 @@ def test_the_kernel_figure_draws_each_line_from_its_newest_benchmark_file(tmp_pa
                          + rows(new, {"date": "2026-12-01T09:00:00Z"}, "triton", 17.0))
     kept = newest_lines(frame)
     assert sorted(kept.stack_ms) == [17.0, 17.0, 18.0, 18.0]  # triton from the newer file only; torch kept
+
+
+def test_compiled_runs_get_panels_of_their_own():
+    import numpy as np
+
+    run = {"env.gpu": "NVIDIA H200", "dataset.max_new_tokens": 128, "runtime.temperature": 0.0, "model.source": "m",
+           "dataset.name": "synthetic", "weights": "shape_only", "acceptance_source": "replay"}
+    plain = {setting(pd.Series({**run, "engine.compile": value})) for value in (False, np.False_, None, float("nan"))}
+    compiled = {setting(pd.Series({**run, "engine.compile": value})) for value in (True, np.True_)}
+    assert len(plain) == len(compiled) == 1 and plain != compiled and "compiled" in compiled.pop()
+    assert setting(pd.Series(run)) in plain  # rows written before engine.compile was recorded
+    rows = load_results(SMOKE)
+    first = rows.config_hash.iloc[0]
+    stats = cell_stats(rows.assign(**{"engine.compile": rows.config_hash.eq(first)}), n_boot=5)
+    assert stats.set_index("config_hash")["engine.compile"].to_dict()[first]  # the run statistics carry it

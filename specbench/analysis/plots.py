@@ -9,7 +9,7 @@
   scheme x backend from ``quant_linear.json`` (``benchmarks/bench_quant_linear.py --out DIR``).
 
 A row of panels per setting (model, device, weights and acceptance: "shape-only, τ replayed" or "real weights",
-dataset, answer length, temperature); bands and error bars are 95% bootstrap intervals. A figure without data says
+``engine.compile``, dataset, answer length, temperature); bands and error bars are 95% bootstrap intervals. A figure without data says
 so on the figure.
 """
 
@@ -29,6 +29,7 @@ import pandas as pd  # noqa: E402
 
 from specbench.analysis.cells import cell_stats  # noqa: E402
 from specbench.analysis.pool import SIXTEEN_BIT  # noqa: E402
+from specbench.analysis.resolve import canon  # noqa: E402
 from specbench.analysis.load import find_files  # noqa: E402
 
 STYLE = {"figure.dpi": 110, "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "legend.fontsize": 7,
@@ -56,8 +57,9 @@ def setting(row: pd.Series) -> str:
     device = row["env.gpu"] if isinstance(row.get("env.gpu"), str) else row["runtime.device"]
     tokens = int(row["dataset.max_new_tokens"] or 0)
     temperature = row["runtime.temperature"]
-    return (f"{row['model.source']} · {device} · {provenance(row)} · {row['dataset.name']} · {tokens} tok · "
-            f"T={temperature:g}")
+    compiled = canon(row.get("engine.compile")) is True  # a compiled run gets its own panels; older rows lack it
+    return (f"{row['model.source']} · {device} · {provenance(row)}{' · compiled' if compiled else ''} · "
+            f"{row['dataset.name']} · {tokens} tok · T={temperature:g}")
 
 
 def figure(rows: int, cols: int, title: str, wide: bool = False):
