@@ -8,10 +8,7 @@
 set -uo pipefail
 OUT=${OUT:-campaign_out}
 BUDGET_S=${BUDGET_S:-470}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+. benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -m specbench.campaign h200 --budget-s "$BUDGET_S" ${ONLY:+--only $ONLY} ${RETRY:+--retry-failed} \
     ${ROOT:+--root $ROOT} 2>&1 | tee "$OUT/chunk.log"

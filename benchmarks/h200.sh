@@ -3,12 +3,7 @@
 # travel in .whl/. Each benchmark has its own time budget and a hard cap, so the call ends inside 10 minutes.
 set -uo pipefail
 OUT=${OUT:-bench_out}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-fi
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+. benchmarks/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit --format=csv | tee "$OUT/gpu.csv"
 python3 -c "import torch, transformers, triton; print('torch', torch.__version__, 'transformers', transformers.__version__, 'triton', triton.__version__)" | tee "$OUT/versions.txt"
 timeout 170 python3 -m benchmarks.bench_decode --out "$OUT/decode" --budget-s 140 2>&1 | tee "$OUT/decode.log" | tail -25

@@ -14,12 +14,8 @@
 set -uo pipefail
 OUT=${OUT:-bench_out}
 STEPS=${STEPS:-"pytest tune tune_a8 bench hierspec"}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
+. benchmarks/device_env.sh
 TABLE=specbench/quantization/tables/h200.json
-step() { [[ " $STEPS " == *" $1 "* ]]; }
 if step pytest; then
   timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
       tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py tests/test_eagle_draft.py tests/test_graphs.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"

@@ -7,11 +7,7 @@
 set -uo pipefail
 OUT=${OUT:-bench_out}
 STEPS=${STEPS:-"pytest profile run"}
-mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$PWD"
-step() { [[ " $STEPS " == *" $1 "* ]]; }
+. benchmarks/device_env.sh
 if step pytest; then
   timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -rfE -p no:cacheprovider ${PYTEST_FILES:-tests/test_eagle_draft.py} \
       > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"; grep -E "passed|failed|FAILED|ERROR|Error" "$OUT/pytest.log" | tail -12

@@ -5,9 +5,8 @@ the row's log-normaliser. torch's ``topk`` over such rows runs a multi-block rad
 kernels (84 µs per pass at k = 10 on the H200, next to the 250 µs LM head). On a GPU two Triton kernels do it
 instead, in about 20 µs (docs/benchmarks.md, sessions 5 and 11): each program of the first takes one
 ``BLOCK``-entry chunk of a row and writes its top ``k`` (by repeated max) and its max and sum of exponentials; the
-second merges a row's chunks.
-Ties go to the lowest id. Elsewhere (a CPU, no Triton) torch does it in two passes: the top ``k`` of each
-1024-entry chunk, then of those.
+second merges a row's chunks. Ties go to the lowest id. Elsewhere (a CPU, no Triton) torch does it in two passes:
+the top ``k`` of each 1024-entry chunk, then of those.
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ if triton is not None:
 
     @triton.jit
     def _top_k_chunk_kernel(x_ptr, stride, vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
-                      K: tl.constexpr, BLOCK: tl.constexpr):
+                            K: tl.constexpr, BLOCK: tl.constexpr):
         """One chunk of one row: its top ``K`` and its max and sum of exp(x - max)."""
         row, chunk = tl.program_id(0), tl.program_id(1)
         ids = chunk * BLOCK + tl.arange(0, BLOCK)
@@ -88,7 +87,7 @@ if triton is not None:
 
     @triton.jit
     def _top_k_merge_kernel(cand_v, cand_i, chunk_m, chunk_s, out_v, out_i, chunks,
-                      K: tl.constexpr, C: tl.constexpr, N: tl.constexpr):
+                            K: tl.constexpr, C: tl.constexpr, N: tl.constexpr):
         """One row: the top ``K`` of its chunks' candidates, as log-probabilities under the row's normaliser."""
         row = tl.program_id(0)
         c = tl.arange(0, C)
@@ -114,11 +113,11 @@ def chunked_top_k(logits: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Ten
     chunk_m = torch.empty(rows, chunks, dtype=torch.float32, device=logits.device)
     chunk_s = torch.empty_like(chunk_m)
     _top_k_chunk_kernel[(rows, chunks)](logits, logits.stride(0), vocab, cand_v, cand_i, chunk_m, chunk_s, chunks,
-                                  K=k, BLOCK=BLOCK, num_warps=4)
+                                        K=k, BLOCK=BLOCK, num_warps=4)
     values = torch.empty(rows, k, dtype=torch.float32, device=logits.device)
     ids = torch.empty(rows, k, dtype=torch.int64, device=logits.device)
     _top_k_merge_kernel[(rows,)](cand_v, cand_i, chunk_m, chunk_s, values, ids, chunks, K=k,
-                           C=triton.next_power_of_2(chunks), N=triton.next_power_of_2(chunks * k), num_warps=8)
+                                 C=triton.next_power_of_2(chunks), N=triton.next_power_of_2(chunks * k), num_warps=8)
     return ids, values
 
 
