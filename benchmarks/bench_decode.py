@@ -9,12 +9,9 @@ Measured in one run on one GPU (bf16, batch 1, greedy, random weights of the rea
    CUDA graphs on, and with them off;
 3. transformers' ``LlamaForCausalLM.generate`` from the same config (random bf16 weights, default attention, no
    compilation (``disable_compile=True``), default dynamic cache; then ``cache_implementation="static"`` if that
-   works; a variant that fails is reported with its error);
-4. the speculative loop's host-side overhead at this shape (n-gram drafter; EAGLE-2 with a random head and
-   replayed acceptance): the share of a step's wall time not covered by the isolated GPU time of its forwards
-   (probe replays, ``specbench.timing.probes``) and, where the profiler works, by measured kernel time. (A random
-   head gives near-uniform draft distributions, so its EAGLE-2 trees are wide and shallow and the replayed tau is
-   capped at depth + 1 of those trees: the row reports the tau reached.)
+   works; a variant that fails is reported with its error).
+
+(The speculative loop's host overhead and its Eq. (1) prediction: ``benchmarks/bench_sd_loop.py``.)
 
 Decode tokens/s everywhere = tokens produced after the prefill's first token / time after the prefill:
 ``generate``'s ``steps / decode_s``; for transformers ``(N - 1) / (T(N) - T(1))`` with T(k) the wall time of
@@ -34,12 +31,9 @@ import torch
 
 from specbench.config import EngineConf, ModelConf
 from specbench.decoding.generate import generate
-from specbench.decoding.phases import PhaseTimer
 from specbench.engine import Engine
 from specbench.model import load_hf_config
 from benchmarks.common import copy_bandwidth, free, smoke_parser, tensor_bytes
-from specbench.timing.probes import HeadProber, Prober, ProbeSettings
-from specbench.timing.timer import time_calls
 
 TARGET_FRACTION = 0.80  # report target: >= 80 % of the roofline (215 tok/s on an H200)
 MODEL = "llama-3-8b-instruct"
@@ -114,168 +108,6 @@ def hf_decode(model, prompt: list[int], new_tokens: int, repeats: int, device: s
             "attn_implementation": getattr(model.config, "_attn_implementation", None)}
 
 
-def busy_intervals(events) -> list[list[float]]:
-    """The union of a profiler trace's device-activity intervals (µs), sorted; annotations are not activity."""
-    from torch.autograd import DeviceType
-
-    merged: list[list[float]] = []
-    for start, end in sorted((e.time_range.start, e.time_range.end) for e in events
-                             if e.device_type == DeviceType.CUDA and not e.name.startswith("phase:")):
-        if merged and start <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    return merged
-
-
-def kernel_time_ms(prof) -> float | None:
-    """Time the device was busy during a profiled run (union of its activity intervals), or None if none."""
-    total = sum(end - start for start, end in busy_intervals(prof.events())) / 1e3
-    return total or None
-
-
-def gpu_idle_by_phase(prof) -> dict[str, float]:
-    """Milliseconds the GPU ran nothing while the host was inside each ``phase:<name>`` range (and between them).
-
-    The idle time of a host range is its length minus the device's busy time inside it, so a gap is charged to
-    whatever the host was doing while the GPU waited.
-    """
-    import bisect
-
-    from torch.autograd import DeviceType
-
-    events = list(prof.events())
-    merged = busy_intervals(events)
-    starts = [m[0] for m in merged]
-
-    def idle(lo: float, hi: float) -> float:
-        covered = 0.0
-        for start, end in merged[max(0, bisect.bisect_right(starts, lo) - 1):]:
-            if start >= hi:
-                break
-            covered += max(0.0, min(end, hi) - max(start, lo))
-        return hi - lo - covered
-
-    ranges = [(e.name.removeprefix("phase:"), e.time_range.start, e.time_range.end) for e in events
-              if e.device_type == DeviceType.CPU and e.name.startswith("phase:")]
-    out: dict[str, float] = {}
-    for name, lo, hi in ranges:
-        out[name] = out.get(name, 0.0) + idle(lo, hi) / 1e3
-    if ranges:
-        first, last = min(r[1] for r in ranges), max(r[2] for r in ranges)
-        out["between phases"] = idle(first, last) / 1e3 - sum(out.values())
-    return out
-
-
-def host_profile(run, steps_of, top: int = 25) -> list[dict]:
-    """The ``top`` functions by own host time (cProfile) over one ``run()``, in microseconds per decoding step."""
-    import cProfile
-    import pstats
-
-    profiler = cProfile.Profile()
-    profiler.enable()
-    result = run()
-    profiler.disable()
-    steps = steps_of(result)
-    stats = pstats.Stats(profiler).stats
-    rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
-    return [{"function": f"{Path(file).name}:{line}({name})", "calls_per_step": calls / steps,
-             "own_us_per_step": 1e6 * own / steps, "cumulative_us_per_step": 1e6 * cum / steps}
-            for (file, line, name), (_, calls, own, cum, _) in rows]
-
-
-SD_DRAFTERS = {  # drafter config, verify mask, description of each SD overhead run
-    "ngram": ({"name": "ngram"}, "sequence", "K=(1,3), gamma=5, real greedy acceptance"),
-    "eagle": ({"name": "eagle", "head": "random", "topk": 10, "depth": 6, "tree_size": 60}, "tree",
-              "k=10, d=6, n=60, random head"),
-}
-
-
-def sd_overhead(engine: Engine, model, prompt: list[int], new_tokens: int, kind: str, replays: int, tau: float,
-                profile: bool = True) -> dict:
-    """Host-side overhead of the speculative loop with drafter ``kind`` (ngram | eagle) at this shape."""
-    device, max_seq_len, compile = engine.device, engine.max_seq_len, engine.execution.compile
-    session = engine.session(model)
-    conf, mask, settings = SD_DRAFTERS[kind]
-    drafter = engine.drafter(conf, session)
-    acceptor, head = None, getattr(drafter, "head", None)
-    if kind == "eagle":
-        try:
-            from specbench.decoding.replay import ReplayAcceptance
-
-            acceptor = ReplayAcceptance(tau=tau)
-            settings += f", replayed tau={tau}"
-        except ImportError:
-            settings += ", real acceptance"
-    kwargs = {"acceptor": acceptor} if acceptor is not None else {}
-    generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs)  # warm-up: captures every bucket
-    if acceptor is not None:
-        acceptor.steps = 0
-    timer = PhaseTimer(device, enabled=True)
-    gen = generate(session, drafter, prompt, max_new_tokens=new_tokens, timer=timer, **kwargs)
-    steps = gen.steps
-    wall_ms = 1e3 * gen.decode_s / steps
-    phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps
-              for p in ("draft", "verify", "accept")}
-    out = {"drafter": kind, "settings": settings, "steps": steps, "tau": gen.tau,
-           "mean_drafted": sum(gen.drafted) / steps, "wall_ms_per_step": wall_ms,
-           "phase_ms_per_step": phases, "phase_sum_ms_per_step": sum(phases.values()),
-           "outside_phases_fraction": 1 - sum(phases.values()) / wall_ms}
-    profiled = None
-    if device == "cuda" and profile:  # kernel time measured by the profiler (CUPTI), over a whole generation
-        try:
-            from torch.profiler import ProfilerActivity, profile
-
-            if acceptor is not None:
-                acceptor.steps = 0
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                g2 = generate(session, drafter, prompt, max_new_tokens=new_tokens,
-                              timer=PhaseTimer(device, enabled=False, annotate=True), **kwargs)
-            busy = kernel_time_ms(prof)
-            if busy is not None:
-                wall = 1e3 * (g2.prefill_s + g2.decode_s)
-                profiled = {"kernel_ms": busy, "wall_ms": wall, "host_overhead_fraction": 1 - busy / wall,
-                            "gpu_idle_ms_per_step": {k: v / g2.steps for k, v in gpu_idle_by_phase(prof).items()}}
-        except Exception as err:  # noqa: BLE001 - the profiler is optional here
-            profiled = {"error": f"{type(err).__name__}: {err}"}
-    out["profiler"] = profiled
-    if acceptor is not None:
-        acceptor.steps = 0
-    out["host_profile"] = host_profile(lambda: generate(session, drafter, prompt, max_new_tokens=new_tokens, **kwargs),
-                                       lambda g: g.steps)
-    lengths = list(gen.accept_lengths)
-    sizes = sorted({d + 1 for d in gen.drafted})
-    expand_graph = getattr(drafter, "_expand_graph", None)  # EAGLE: the whole tree expansion as one graph
-    expand_ms = None if expand_graph is None else time_calls(expand_graph.graphs[0].replay, device, replays=replays,
-                                                             warmup=3).median_ms
-    del session, drafter
-    free(device)
-    # isolated GPU time of the same forwards, replayed as CUDA graphs at the run's mid context
-    context = len(prompt) + new_tokens // 2
-    ps = ProbeSettings(contexts=(context,), verify_sizes=sizes, masks=(mask,), replays=replays, warmup=3,
-                       prefill=False, max_seq_len=max_seq_len, compile=compile)  # the run's cache size: attention reads all of it
-    prober = Prober(model, ps, max_seq_len=max_seq_len)
-    t_v = {n: prober.verify(n, context, mask)["median_ms"] if n > 1 else prober.decode(context)["median_ms"]
-           for n in sizes}
-    del prober
-    verify_gpu = sum(t_v[d + 1] for d in gen.drafted) / steps
-    draft_gpu = 0.0
-    if head is not None:
-        hp = HeadProber(head, ps, max_seq_len=max_seq_len)
-        rows_first = sorted(set(lengths))
-        t_first = {m: hp.draft_pass(m, context)["median_ms"] for m in rows_first}
-        t_k = hp.draft_pass(10, context)["median_ms"]
-        expansion = (6 - 1) * t_k if expand_ms is None else expand_ms
-        draft_gpu = sum(t_first[m] for m in lengths) / steps + expansion
-        out["T_d_ms"] = {"first_pass": t_first, "k10": t_k, "expansion_graph": expand_ms}
-        del hp
-    free(device)
-    gpu = verify_gpu + draft_gpu
-    out.update({"T_v_ms": t_v, "isolated_gpu_ms_per_step": gpu, "isolated_verify_ms_per_step": verify_gpu,
-                "isolated_draft_ms_per_step": draft_gpu, "host_overhead_fraction": 1 - gpu / wall_ms})
-    return out
-
-
 def markdown(result: dict) -> str:
     bw, roof = result["bandwidth"], result["roofline"]
     lines = [f"# Decode throughput, {result['model']} shape, {result['device']} ({result['dtype']})", "",
@@ -300,32 +132,6 @@ def markdown(result: dict) -> str:
         ok = best["tok_s"] >= TARGET_FRACTION * roof["tok_s"]
         lines += ["", f"best specbench variant, {name}: {best['tok_s']:.1f} tok/s = {best['tok_s'] / roof['tok_s']:.0%} "
                       f"of roofline -> target {'MET' if ok else 'NOT met'}"]
-    if result["sd_overhead"]:
-        lines += ["", "## Host-side overhead of the speculative loop", "",
-                  "| drafter | steps | tau | wall ms/step | isolated GPU ms/step | overhead (vs isolated) | "
-                  "kernel ms (profiler) | overhead (profiler) | outside phases |", "|" + "---|" * 9]
-        for row in result["sd_overhead"]:
-            if "error" in row or "skipped" in row:
-                lines.append(f"| {row['drafter']} | {row.get('skipped') or row.get('error')} |||||||")
-                continue
-            prof = row.get("profiler") or {}
-            lines.append(
-                f"| {row['drafter']} ({row['settings']}) | {row['steps']} | {row['tau']:.2f} | "
-                f"{row['wall_ms_per_step']:.2f} | "
-                f"{row['isolated_gpu_ms_per_step']:.2f} | {row['host_overhead_fraction']:.1%} | "
-                f"{prof.get('kernel_ms', float('nan')):.1f} | {prof.get('host_overhead_fraction', float('nan')):.1%} | "
-                f"{row['outside_phases_fraction']:.1%} |")
-        for row in result["sd_overhead"]:
-            hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in (row.get("host_profile") or [])[:8])
-            if hot:
-                lines.append(f"- {row['drafter']}: host time (cProfile, own µs per step): {hot}")
-            idle = (row.get("profiler") or {}).get("gpu_idle_ms_per_step")
-            if idle:
-                parts = ", ".join(f"{name} {ms:.3f}" for name, ms in idle.items())
-                lines.append(f"- {row['drafter']}: GPU idle ms per step while the host is in each phase: {parts}")
-        lines += ["", "overhead (vs isolated) = 1 - (isolated CUDA-graph replay time of the step's forwards) / (step "
-                      "wall time): host work, launch gaps and small eager kernels (top-k, softmax, masks); "
-                      "overhead (profiler) = 1 - kernel time / wall time over a profiled generation."]
     lines += ["", f"elapsed {result['elapsed_s']:.0f} s"]
     return "\n".join(lines) + "\n"
 
@@ -337,20 +143,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--hf-repeats", type=int, default=2)
     parser.add_argument("--copy-gib", type=float, default=4.0)
-    parser.add_argument("--replays", type=int, default=100, help="probe replays for the overhead estimate")
-    parser.add_argument("--tau", type=float, default=4.0, help="replayed accept length of the EAGLE overhead run")
     parser.add_argument("--model", default=MODEL, help="shape to time (a shipped config name; shape-only)")
     parser.add_argument("--no-hf", action="store_true")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variant")
     parser.add_argument("--no-eager", action="store_true", help="skip the variant without CUDA graphs")
     parser.add_argument("--compile-mode", default=None, help="torch.compile mode of the compiled variant "
                         "(e.g. max-autotune-no-cudagraphs: Triton GEMM templates timed against cuBLAS)")
-    parser.add_argument("--gemv", action="store_true", help="add the Triton GEMV variant; the SD and compiled "
-                        "variants after it use the GEMV too")
-    parser.add_argument("--no-sd", action="store_true", help="skip the SD host-overhead runs")
-    parser.add_argument("--sd-compile", action="store_true", help="compile the SD overhead runs' forwards too")
-    parser.add_argument("--sd-only", action="store_true", help="only the SD overhead runs (no decode variants)")
-    parser.add_argument("--no-profiler", action="store_true", help="SD runs without the CUPTI kernel-time pass")
+    parser.add_argument("--gemv", action="store_true", help="add the Triton GEMV variant; the compiled variant "
+                        "after it uses the GEMV too")
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what is left after this many seconds")
     args = parser.parse_args(argv)
     t0 = time.monotonic()
@@ -358,7 +158,7 @@ def main(argv: list[str] | None = None) -> dict:
         device, dtype, source = "cpu", torch.float32, "tiny-target"
         args.prompt, args.new_tokens = min(args.prompt, 16), min(args.new_tokens, 12)
         args.repeats, args.hf_repeats = 2, 1
-        args.copy_gib, args.replays = 1 / 64, 5
+        args.copy_gib = 1 / 64
         args.no_compile = True  # compiling without graphs recompiles per token count: minutes on a CPU
         torch.set_num_threads(1)
     else:
@@ -412,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = {"model": source, "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
               "dtype": str(dtype).removeprefix("torch."), "torch": torch.__version__, "prompt_tokens": args.prompt,
               "new_tokens": args.new_tokens, "repeats": args.repeats, "max_seq_len": max_seq_len, "bandwidth": bw,
-              "roofline": roof, "decode": decode, "sd_overhead": []}
+              "roofline": roof, "decode": decode}
     try:
         import transformers
 
@@ -428,8 +228,7 @@ def main(argv: list[str] | None = None) -> dict:
         (args.out / "bench_decode.md").write_text(markdown(result))
 
     def native(name: str, graphs: bool, compiled: bool, use_gemv: bool = False) -> None:
-        skip = ("time budget spent" if over() else "--sd-only" if args.sd_only
-                else "--no-compile" if compiled and args.no_compile
+        skip = ("time budget spent" if over() else "--no-compile" if compiled and args.no_compile
                 else "--no-eager" if not graphs and args.no_eager else None)
         if skip:
             result["decode"][name] = {"skipped": skip}
@@ -449,27 +248,11 @@ def main(argv: list[str] | None = None) -> dict:
     # model of their own (same seed, same weights); compile last.
     native("specbench (no graphs)", False, False)
     native("specbench (CUDA graphs)", True, False)
-    if args.gemv:  # from here on every 16-bit one-row linear runs the Triton GEMV (SD rows and compile too)
+    if args.gemv:  # from here on every 16-bit one-row linear runs the Triton GEMV (compile too)
         del model
         free(device)
         model = engine(use_gemv=True).model(ModelConf(source, shape_only=True))
         native("specbench (CUDA graphs, GEMV)", True, False, use_gemv=True)
-    for kind in () if args.no_sd else ("ngram", "eagle"):
-        if over():
-            result["sd_overhead"].append({"drafter": kind, "skipped": "time budget spent"})
-            continue
-        print(f"SD host overhead ({kind})...", flush=True)
-        try:
-            row = sd_overhead(engine(compiled=args.sd_compile, use_gemv=args.gemv), model, prompt, args.new_tokens,
-                              kind, args.replays, args.tau, not args.no_profiler)
-            print(f"  wall {row['wall_ms_per_step']:.2f} ms/step, isolated GPU {row['isolated_gpu_ms_per_step']:.2f} "
-                  f"ms/step, overhead {row['host_overhead_fraction']:.1%}", flush=True)
-        except Exception as err:  # noqa: BLE001 - report and go on
-            row = {"drafter": kind, "error": f"{type(err).__name__}: {err}"}
-            print(f"  failed: {row['error']}", flush=True)
-        result["sd_overhead"].append(row)
-        free(device)
-        save()
     native("specbench (CUDA graphs, " + ("GEMV, " if args.gemv else "") + "torch.compile"
            + (f" {args.compile_mode})" if args.compile_mode else ")"), True, True, use_gemv=args.gemv)
     del model

@@ -41,3 +41,17 @@ def smoke_parser(doc: str, smoke: str) -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--smoke", action="store_true", help=smoke)
     return parser
+
+
+def busy_intervals(events) -> list[list[float]]:
+    """The union of a profiler trace's device-activity intervals (µs), sorted; annotations are not activity."""
+    from torch.autograd import DeviceType
+
+    merged: list[list[float]] = []
+    for start, end in sorted((e.time_range.start, e.time_range.end) for e in events
+                             if e.device_type == DeviceType.CUDA and not e.name.startswith("phase:")):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return merged

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from benchmarks.bench_decode import busy_intervals
+from benchmarks.common import busy_intervals
 from specbench.config import EngineConf, ModelConf
 from specbench.decoding.graphs import GraphedCall
 from specbench.engine import Engine

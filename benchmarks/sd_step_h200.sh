@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # One device call over the speculative step at the Llama-3-8B bf16 shape (issue #16): GPU tests of the SD fast
 # paths, the kernel profile of a verify and of EAGLE-2's expansion graph, and the CLI's compiled AR against
-# EAGLE-2 (10, 6, 60) at replayed tau 4.53 in one process. STEPS picks the steps (default: all); SD_SET adds
-# overrides to the CLI run (e.g. engine.compile_scope=layer). Results under $OUT; small wheels travel in .whl/.
-#   STEPS="pytest profile run" bash benchmarks/sd_step_h200.sh
+# EAGLE-2 (10, 6, 60) at replayed tau 4.53 in one process; the SD loop's host overhead and Eq. (1) from its graphs'
+# replays (benchmarks/bench_sd_loop.py) in LOOP_RUNS separate processes at the 8B shape (step loop) and once at the
+# 70B W4A16 shape (step loop70b). STEPS picks the steps (default: pytest profile run); SD_SET adds overrides to the
+# CLI run (e.g. engine.compile_scope=layer). Results under $OUT; small wheels travel in .whl/.
+#   STEPS="pytest profile run loop loop70b" bash benchmarks/sd_step_h200.sh
 set -uo pipefail
 OUT=${OUT:-bench_out}
 STEPS=${STEPS:-"pytest profile run"}
@@ -25,4 +27,17 @@ if step run; then
       > "$OUT/run.log" 2>&1; echo "run rc $?"
   grep -a "│" "$OUT/run.log" | tail -6
   tar czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$OUT/runs"
+fi
+if step loop; then
+  for run in $(seq ${LOOP_RUNS:-3}); do
+    timeout ${LOOP_TIMEOUT_S:-240} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop8b_$run" --compile --compile-scope layer \
+        ${LOOP_ARGS:-} > "$OUT/loop8b_$run.log" 2>&1; echo "loop (8B) run $run rc $?"
+    grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/loop8b_$run/bench_sd_loop.md"
+  done
+fi
+if step loop70b; then
+  timeout ${LOOP70_TIMEOUT_S:-400} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop70b" \
+      --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer \
+      --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 ${LOOP70_ARGS:-} > "$OUT/loop70b.log" 2>&1
+  echo "loop (70B) rc $?"; grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/loop70b/bench_sd_loop.md"
 fi

@@ -143,7 +143,8 @@ class ForwardRunner:
         key = (size, None if layers is None else tuple(layers), len(inputs) == 2,
                getattr(self.model, "feature_layers", ()))  # an EAGLE-3 drafter widens the target's output
         if key not in self._graphs:
-            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool)
+            name = getattr(self.model, "source", None) or type(self.model).__name__
+            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool, f"{name}[{size}]")
         return self._graphs[key](*inputs)
 
     def _forward(self, inputs, layers):

@@ -4,16 +4,32 @@ A graph destroyed while another is being captured ends that capture (CUDA refuse
 "operation not permitted when stream is capturing"). An old runner's graphs can go at any moment, when the cycle
 collector runs or the last reference to the runner goes (seen on the H200 in the compiled-forward GPU test), so a
 ``GraphedCall`` freed during a capture hands its graph to ``_retired``, which is emptied once the capture ends.
+
+``counting_replays`` counts each graph's replays inside a block: with ``timing.step_replays`` it gives the isolated
+GPU time of every forward a generation ran.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import torch
 
 _retired: list[torch.cuda.CUDAGraph] = []
 _capturing = False
+_replays: dict[GraphedCall, int] | None = None
+
+
+@contextmanager
+def counting_replays() -> Iterator[dict[GraphedCall, int]]:
+    """Inside the block, count the replays of every ``GraphedCall``: yields ``{call: replays}``, filled as it runs."""
+    global _replays
+    outer, _replays = _replays, {}
+    try:
+        yield _replays
+    finally:
+        _replays = outer
 
 
 class GraphedCall:
@@ -24,9 +40,10 @@ class GraphedCall:
     overwrites them.
     """
 
-    def __init__(self, fn: Callable, pool=None):
+    def __init__(self, fn: Callable, pool=None, label: str = ""):
         self.fn = fn
         self.pool = pool
+        self.label = label  # what the graph runs, for reports (e.g. "llama-3-8b-instruct[60]")
         self.graph: torch.cuda.CUDAGraph | None = None
         self.inputs: tuple[torch.Tensor, ...] = ()
         self.outputs = None
@@ -60,4 +77,6 @@ class GraphedCall:
         for dst, src in zip(self.inputs, args):
             dst.copy_(src, non_blocking=True)  # device tensors, or pinned host ones (ForwardRunner.tree)
         self.graph.replay()
+        if _replays is not None:
+            _replays[self] = _replays.get(self, 0) + 1
         return self.outputs

@@ -154,7 +154,8 @@ class EagleDrafter(Drafter):
             expand = self._expand_tree
             if self.runner.compiled:  # Inductor fuses the passes' small kernels (masks, norms, top-k bookkeeping)
                 expand = torch.compile(expand, fullgraph=True, dynamic=False, mode=self.runner.compile_mode)
-            self._expand_graph = GraphedCall(expand, self.runner.pool)
+            self._expand_graph = GraphedCall(expand, self.runner.pool,
+                                             f"EAGLE expansion ({self.depth - 1} passes of {self.topk} rows)")
         return self._expand_graph(h_root, logits_root, start)
 
     def _expand_tree(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):

@@ -1,0 +1,225 @@
+"""The speculative loop against the GPU time of its own forwards, per method at one shape (issue #16).
+
+For AR, n-gram, EAGLE-2 and HierSpec on one target (random weights of the real shapes, replayed acceptance, the
+runner's engine settings), in one process, each method after one warm-up generation:
+
+1. **measured**: committed tokens per second of the decoding loop (prefill excluded), and the phase times;
+2. **host overhead**: the share of the decoding loop's wall time in which the GPU runs nothing. A second
+   generation under torch.profiler: the window from the first step's first phase to the last step's end, less the
+   union of device activity (kernels, copies) inside it; also split by phase;
+3. **Eq. (1) from probes**: a third generation counts every CUDA graph its decoding steps replay
+   (``specbench.timing.step_replays``); each is replayed alone and ``d * T_d + T_v(n)`` is their time per step,
+   so the predicted speed is ``tau / (d * T_d + T_v(n))``, set beside the measured one.
+
+HierSpec at the 8B shape drafts through a Llama-3.2-1B intermediate (``--intermediate``; the 70B's is the W4A16
+8B). ``--smoke`` runs the tiny shipped shapes on CPU to check the script (no graphs there, so no prediction).
+
+    python -m benchmarks.bench_sd_loop --out DIR --compile --compile-scope layer   # 8B bf16, compiled per layer
+    python -m benchmarks.bench_sd_loop --out DIR --model llama-3-70b-instruct --quant w4a16 --compile \\
+        --compile-scope layer --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+
+from specbench.config import EngineConf, ModelConf, QuantConf
+from specbench.decoding.acceptance import accept
+from specbench.decoding.generate import generate
+from specbench.decoding.phases import PhaseTimer
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.engine import Engine
+from benchmarks.common import busy_intervals, free, smoke_parser
+from specbench.timing.step_replays import decode_replays, step_time
+
+LOOP_PHASES = ("draft", "verify", "accept")
+
+
+def methods(args) -> dict[str, tuple[dict, float | None]]:
+    """Drafter config and replayed tau of each method."""
+    k, d, n = (int(v) for v in args.eagle.split(","))
+    intermediate = {"source": args.intermediate, "shape_only": True}
+    inner_quant = {"scheme": args.quant, "backend": args.backend} if args.quant != "none" else {}
+    return {
+        "ar": ({"name": "none"}, None),
+        "ngram": ({"name": "ngram", "on_miss": "repeat"}, args.ngram_tau),
+        "eagle": ({"name": "eagle", "head": "random", "topk": k, "depth": d, "tree_size": n}, args.eagle_tau),
+        "hierspec": ({"name": "hierspec", "head": "random", "min_draft": 6, "inner_depth": 3, "inner_tree_size": 30,
+                      "topk": 10, "model": intermediate, "quant": inner_quant}, args.hierspec_tau),
+    }
+
+
+def host_overhead(prof) -> dict:
+    """GPU idle time inside the decoding loop of a profiled generation (its phases annotated ``phase:<name>``)."""
+    import bisect
+
+    from torch.autograd import DeviceType
+
+    events = list(prof.events())
+    ranges = sorted((e.time_range.start, e.time_range.end, e.name.removeprefix("phase:")) for e in events
+                    if e.device_type == DeviceType.CPU and e.name.removeprefix("phase:") in LOOP_PHASES
+                    and e.name.startswith("phase:"))
+    if not ranges:
+        return {"error": "no phase ranges in the trace"}
+    busy = busy_intervals(events)
+    starts = [b[0] for b in busy]
+
+    def covered(lo: float, hi: float) -> float:
+        total = 0.0
+        for start, end in busy[max(0, bisect.bisect_right(starts, lo) - 1):]:
+            if start >= hi:
+                break
+            total += max(0.0, min(end, hi) - max(start, lo))
+        return total
+
+    lo, hi = ranges[0][0], max(r[1] for r in ranges)
+    by_phase: dict[str, float] = {}
+    for start, end, name in ranges:
+        by_phase[name] = by_phase.get(name, 0.0) + (end - start - covered(start, end)) / 1e3
+    idle = (hi - lo - covered(lo, hi)) / 1e3
+    by_phase["between phases"] = idle - sum(by_phase.values())
+    return {"window_ms": (hi - lo) / 1e3, "gpu_idle_ms": idle, "fraction": idle / ((hi - lo) / 1e3),
+            "idle_ms_by_phase": by_phase}
+
+
+def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
+            inner_tau: float, profile: bool) -> dict:
+    """One method: measured speed, host overhead and Eq. (1) from its graphs' isolated replays."""
+    device = engine.device
+    inner = ReplayAcceptance(tau=inner_tau)
+    outer = ReplayAcceptance(tau=tau) if tau is not None else None
+    t0 = time.monotonic()
+    drafter = engine.drafter(conf, session, acceptor=inner if name == "hierspec" else accept)
+
+    def run(tokens: int, timer: PhaseTimer | None = None):
+        inner.steps = 0
+        if outer is not None:
+            outer.steps = 0
+        return generate(session, drafter, prompt, max_new_tokens=tokens, timer=timer,
+                        acceptor=outer if outer is not None else accept)
+
+    run(new_tokens)  # warm-up: compiles, captures every graph the steps use
+    warmup_s = time.monotonic() - t0
+    gen = run(new_tokens, PhaseTimer(device, enabled=True))
+    steps, committed = gen.steps, sum(gen.accept_lengths)
+    phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps for p in LOOP_PHASES}
+    out = {"method": name, "drafter": conf, "replay_tau": tau, "tau": gen.tau, "steps": steps,
+           "mean_drafted": sum(gen.drafted) / steps, "warmup_s": warmup_s,
+           "tok_s": committed / gen.decode_s, "wall_ms_per_step": 1e3 * gen.decode_s / steps,
+           "phase_ms_per_step": phases}
+    if profile and device == "cuda":
+        from torch.profiler import ProfilerActivity
+        from torch.profiler import profile as profiler
+
+        with profiler(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            run(new_tokens, PhaseTimer(device, enabled=False, annotate=True))
+        out["host_overhead"] = host_overhead(prof)
+        del prof
+    replays, counted = decode_replays(run, new_tokens)
+    if replays:
+        terms = step_time(replays, counted.steps, device)
+        step_ms = sum(t.ms_per_step for t in terms)
+        predicted = 1e3 * counted.tau / step_ms
+        out.update({"graphs": [{"label": t.label, "replays_per_step": t.replays_per_step, "median_ms": t.median_ms,
+                                "ms_per_step": t.ms_per_step} for t in terms],
+                    "eq1_step_ms": step_ms, "eq1_tok_s": predicted, "eq1_over_measured": predicted / out["tok_s"]})
+    else:
+        out["eq1_tok_s"] = None  # no CUDA graphs (a CPU): no isolated replays to time
+    del drafter
+    free(device)
+    return out
+
+
+def markdown(result: dict) -> str:
+    lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
+             "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
+             f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance; tok/s = committed tokens "
+             "per second of the decoding loop.", "",
+             "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
+             "isolated GPU ms/step | host overhead (GPU idle) |", "|" + "---|" * 8]
+    for row in result["methods"]:
+        if "error" in row:
+            lines.append(f"| {row['method']} | – | – | – | – | – | – | {row['error']} |")
+            continue
+        ho = row.get("host_overhead", {})
+        pred = row.get("eq1_tok_s")
+        lines.append(f"| {row['method']} | {row['tau']:.2f} | {row['tok_s']:.1f} | "
+                     f"{'–' if pred is None else f'{pred:.1f}'} | "
+                     f"{'–' if pred is None else format(row['eq1_over_measured'], '.3f')} | "
+                     f"{row['wall_ms_per_step']:.2f} | {row.get('eq1_step_ms', float('nan')):.2f} | "
+                     f"{ho.get('fraction', float('nan')):.1%} |")
+    lines += ["", "Per method, the graphs replayed in a decoding step (isolated median ms x replays per step):", ""]
+    for row in result["methods"]:
+        if row.get("graphs"):
+            parts = ", ".join(f"{g['label']} {g['median_ms']:.3f} x {g['replays_per_step']:.2f}" for g in row["graphs"])
+            idle = row.get("host_overhead", {}).get("idle_ms_by_phase", {})
+            lines.append(f"- {row['method']}: {parts}. GPU idle per generation by phase (ms): "
+                         + ", ".join(f"{k} {v:.1f}" for k, v in idle.items()))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = smoke_parser(__doc__, "the tiny shipped shapes on CPU (checks the script)")
+    parser.add_argument("--model", default="llama-3-8b-instruct", help="target shape (a shipped config)")
+    parser.add_argument("--quant", default="none", help="target and intermediate scheme (none = 16-bit)")
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--dtype", default="bfloat16")
+    parser.add_argument("--intermediate", default="llama-3.2-1b-instruct", help="HierSpec's intermediate shape")
+    parser.add_argument("--compile", action="store_true", help="engine.compile=true")
+    parser.add_argument("--compile-scope", default=None, help="engine.compile_scope (layer)")
+    parser.add_argument("--methods", default="ar,ngram,eagle,hierspec")
+    parser.add_argument("--eagle", default="10,6,60", help="EAGLE-2 top-k, depth, tree size")
+    parser.add_argument("--eagle-tau", type=float, default=4.53)
+    parser.add_argument("--ngram-tau", type=float, default=1.7)
+    parser.add_argument("--hierspec-tau", type=float, default=4.16)
+    parser.add_argument("--inner-tau", type=float, default=3.2, help="HierSpec's intermediate accept length")
+    parser.add_argument("--prompt", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--no-profiler", action="store_true")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        device, args.model, args.intermediate, args.dtype = "cpu", "tiny-target", "tiny-target", "float32"
+        args.prompt, args.new_tokens, args.eagle = 12, 10, "2,2,4"
+        torch.set_num_threads(1)
+    else:
+        device = "cuda"
+        if not torch.cuda.is_available():
+            parser.error("no CUDA device; use --smoke for the CPU check")
+    execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope)
+    engine = Engine(execution, device=device, dtype=args.dtype, max_seq_len=args.prompt + args.new_tokens + 64)
+    quant = QuantConf(args.quant, args.backend) if args.quant != "none" else QuantConf()
+    t0 = time.monotonic()
+    target = engine.model(ModelConf(args.model, shape_only=True), quant)
+    session = engine.session(target)
+    prompt = torch.randint(0, target.config.vocab_size, (args.prompt,),
+                           generator=torch.Generator().manual_seed(0)).tolist()
+    result = {"model": args.model, "quant": args.quant, "backend": args.backend, "dtype": args.dtype,
+              "intermediate": args.intermediate, "compile": args.compile, "compile_scope": args.compile_scope,
+              "prompt_tokens": args.prompt, "new_tokens": args.new_tokens, "target_build_s": time.monotonic() - t0,
+              "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+              "methods": []}
+    table = methods(args)
+    for name in args.methods.split(","):
+        conf, tau = table[name]
+        print(f"{name}...", flush=True)
+        try:
+            row = measure(engine, session, name, conf, tau, prompt, args.new_tokens, args.inner_tau,
+                          not args.no_profiler)
+            print(f"  {row['tok_s']:.1f} tok/s, tau {row['tau']:.2f}, Eq. (1) {row.get('eq1_tok_s')}, host overhead "
+                  f"{row.get('host_overhead', {}).get('fraction')}", flush=True)
+        except Exception as err:  # noqa: BLE001 - a method that fails is reported, the others still run
+            row = {"method": name, "error": f"{type(err).__name__}: {str(err)[:300]}"}
+            print(f"  failed: {row['error']}", flush=True)
+        result["methods"].append(row)
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_sd_loop.json").write_text(json.dumps(result, indent=1, default=str))
+        (args.out / "bench_sd_loop.md").write_text(markdown(result))
+    print(markdown(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()
