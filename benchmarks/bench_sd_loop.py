@@ -4,9 +4,9 @@ For AR, n-gram, EAGLE-2 and HierSpec on one target (random weights of the real s
 runner's engine settings), in one process, each method after one warm-up generation:
 
 1. **measured**: committed tokens per second of the decoding loop (prefill excluded), and the phase times;
-2. **host overhead**: the share of the decoding loop's wall time in which the GPU runs nothing. A second
-   generation under torch.profiler: the window from the first step's first phase to the last step's end, less the
-   union of device activity (kernels, copies) inside it; also split by phase;
+2. **host overhead**: the share of the decoding loop's wall time in which the GPU runs nothing: a second
+   generation with CUPTI recording device activity only, its busy time (union of kernels and copies) less its
+   prefill's, against its decoding wall time; then a host profile (cProfile) of a generation, per step;
 3. **Eq. (1) from probes**: a third generation counts every CUDA graph its decoding steps replay
    (``specbench.timing.step_replays``); each is replayed alone and ``d * T_d + T_v(n)`` is their time per step,
    so the predicted speed is ``tau / (d * T_d + T_v(n))``, set beside the measured one.
@@ -52,37 +52,42 @@ def methods(args) -> dict[str, tuple[dict, float | None]]:
     }
 
 
-def host_overhead(prof) -> dict:
-    """GPU idle time inside the decoding loop of a profiled generation (its phases annotated ``phase:<name>``)."""
-    import bisect
+def busy_ms(prof) -> float:
+    """Milliseconds the device was busy in a profiled block (union of its kernels' and copies' intervals)."""
+    return sum(end - start for start, end in busy_intervals(prof.events())) / 1e3
 
-    from torch.autograd import DeviceType
 
-    events = list(prof.events())
-    ranges = sorted((e.time_range.start, e.time_range.end, e.name.removeprefix("phase:")) for e in events
-                    if e.device_type == DeviceType.CPU and e.name.removeprefix("phase:") in LOOP_PHASES
-                    and e.name.startswith("phase:"))
-    if not ranges:
-        return {"error": "no phase ranges in the trace"}
-    busy = busy_intervals(events)
-    starts = [b[0] for b in busy]
+def host_overhead(run, new_tokens: int) -> dict:
+    """The share of the decoding loop's wall time in which the GPU runs nothing: device activity recorded by CUPTI
+    alone (no CPU-side tracing, which would slow the host it measures) over a generation, less that of its prefill
+    (a one-token generation)."""
+    from torch.profiler import ProfilerActivity, profile
 
-    def covered(lo: float, hi: float) -> float:
-        total = 0.0
-        for start, end in busy[max(0, bisect.bisect_right(starts, lo) - 1):]:
-            if start >= hi:
-                break
-            total += max(0.0, min(end, hi) - max(start, lo))
-        return total
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run(1)
+    prefill = busy_ms(prof)
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        gen = run(new_tokens)
+    wall = 1e3 * gen.decode_s
+    busy = busy_ms(prof) - prefill
+    return {"decode_wall_ms": wall, "gpu_busy_ms": busy, "fraction": 1 - busy / wall,
+            "wall_ms_per_step": wall / gen.steps}
 
-    lo, hi = ranges[0][0], max(r[1] for r in ranges)
-    by_phase: dict[str, float] = {}
-    for start, end, name in ranges:
-        by_phase[name] = by_phase.get(name, 0.0) + (end - start - covered(start, end)) / 1e3
-    idle = (hi - lo - covered(lo, hi)) / 1e3
-    by_phase["between phases"] = idle - sum(by_phase.values())
-    return {"window_ms": (hi - lo) / 1e3, "gpu_idle_ms": idle, "fraction": idle / ((hi - lo) / 1e3),
-            "idle_ms_by_phase": by_phase}
+
+def host_profile(run, new_tokens: int, top: int = 15) -> list[dict]:
+    """The ``top`` functions by own host time (cProfile) over one generation, in microseconds per step."""
+    import cProfile
+    import pstats
+    from pathlib import Path
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    gen = run(new_tokens)
+    profiler.disable()
+    rows = sorted(pstats.Stats(profiler).stats.items(), key=lambda kv: -kv[1][2])[:top]
+    return [{"function": f"{Path(file).name}:{line}({name})", "calls_per_step": calls / gen.steps,
+             "own_us_per_step": 1e6 * own / gen.steps, "cumulative_us_per_step": 1e6 * cum / gen.steps}
+            for (file, line, name), (_, calls, own, cum, _) in rows]
 
 
 def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
@@ -111,13 +116,8 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
            "tok_s": committed / gen.decode_s, "wall_ms_per_step": 1e3 * gen.decode_s / steps,
            "phase_ms_per_step": phases}
     if profile and device == "cuda":
-        from torch.profiler import ProfilerActivity
-        from torch.profiler import profile as profiler
-
-        with profiler(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            run(new_tokens, PhaseTimer(device, enabled=False, annotate=True))
-        out["host_overhead"] = host_overhead(prof)
-        del prof
+        out["host_overhead"] = host_overhead(run, new_tokens)
+        out["host_profile"] = host_profile(run, new_tokens)
     replays, counted = decode_replays(run, new_tokens)
     if replays:
         terms = step_time(replays, counted.steps, device)
@@ -155,9 +155,10 @@ def markdown(result: dict) -> str:
     for row in result["methods"]:
         if row.get("graphs"):
             parts = ", ".join(f"{g['label']} {g['median_ms']:.3f} x {g['replays_per_step']:.2f}" for g in row["graphs"])
-            idle = row.get("host_overhead", {}).get("idle_ms_by_phase", {})
-            lines.append(f"- {row['method']}: {parts}. GPU idle per generation by phase (ms): "
-                         + ", ".join(f"{k} {v:.1f}" for k, v in idle.items()))
+            ho = row.get("host_overhead", {})
+            hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in row.get("host_profile", [])[:10])
+            lines.append(f"- {row['method']}: {parts}. Profiled wall {ho.get('wall_ms_per_step', float('nan')):.2f} "
+                         f"ms/step; host own µs per step (cProfile): {hot}")
     return "\n".join(lines) + "\n"
 
 
