@@ -29,12 +29,15 @@ from specbench.model import causal_mask
 from specbench.timing.timer import time_calls
 
 
-def node_kinds(graph: torch.cuda.CUDAGraph) -> dict[str, int]:
-    """Nodes of a captured graph by kind, from its DOT dump (the graph must be captured in debug mode)."""
+def node_kinds(graph: torch.cuda.CUDAGraph) -> dict[str, int] | str:
+    """Nodes of a captured graph by kind, from its DOT dump (captured in debug mode), or why there is none."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "graph.dot"
-        graph.debug_dump(str(path))
-        text = path.read_text()
+        try:
+            graph.debug_dump(str(path))
+            text = path.read_text()
+        except (RuntimeError, OSError) as err:
+            return f"no dump: {type(err).__name__}: {err}"
     kinds: dict[str, int] = {}
     for kind in re.findall(r"\b(KERNEL|MEMSET|MEMCPY|EVENT_RECORD|EVENT_WAIT|HOST|EMPTY|CONDITIONAL)\b", text):
         kinds[kind] = kinds.get(kind, 0) + 1
@@ -66,7 +69,10 @@ def captured(fn) -> torch.cuda.CUDAGraph:
     with torch.cuda.stream(stream):
         fn(), fn()
     torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
+    try:
+        graph = torch.cuda.CUDAGraph(keep_graph=True)  # the captured graph outlives instantiation: it can be dumped
+    except TypeError:
+        graph = torch.cuda.CUDAGraph()
     graph.enable_debug_mode()
     with torch.cuda.graph(graph):
         fn()
