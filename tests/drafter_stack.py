@@ -26,7 +26,8 @@ class Stack:
     token where no n-gram recurs.
     """
 
-    def __init__(self, tmp_path, *, lm_scale: float = 8.0, **config):
+    def __init__(self, tmp_path, *, lm_scale: float = 8.0, device: str = "cpu", **config):
+        """``device="cuda"``: the models run there with CUDA graphs (float32)."""
         self.hf = tiny_hf_model("llama", **config)
         with torch.no_grad():
             self.hf.lm_head.weight.mul_(lm_scale)  # peakier logits: repetitive text, decisive argmaxes
@@ -40,7 +41,7 @@ class Stack:
             layers = model.config.num_hidden_layers
             write_eagle3_head(tmp_path / name, model, [min(1, layers - 1), layers // 2, layers - 1])
         self.path = tmp_path
-        self.engine = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=MAX_SEQ)
+        self.engine = Engine(EngineConf(cuda_graphs=device == "cuda", gemv=False), device=device, max_seq_len=MAX_SEQ)
         self.target = self.engine.model(ModelConf(source=str(tmp_path / "target")))
         self.session = self.engine.session(self.target)
 

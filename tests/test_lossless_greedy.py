@@ -94,3 +94,18 @@ def test_eos_inside_an_accepted_draft_stops_exactly_there(stack, name):
 def test_counters_ar_is_exactly_one(stack):
     ar = generate(stack.session, stack.drafter("none"), prompts()[0], max_new_tokens=16)
     assert ar.tau == 1.0 and ar.steps == 15 and ar.drafted == [0] * 15
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("name", DRAFTERS)
+def test_greedy_sd_equals_greedy_ar_with_cuda_graphs(tmp_path, name):
+    """The GPU path: graph replays, pinned staging of inputs and commit indices, asynchronous copies."""
+    stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
+    ar, drafter = stack.drafter("none"), stack.drafter(name, strong=True)
+    accepted = 0
+    for prompt in prompts()[:6]:
+        expected = generate(stack.session, ar, prompt, max_new_tokens=32)
+        got = generate(stack.session, drafter, prompt, max_new_tokens=32)
+        assert got.tokens == expected.tokens, name
+        accepted += sum(a - 1 for a in got.accept_lengths)
+    assert accepted > 0, f"{name} never accepted a draft token: the comparison tested nothing"

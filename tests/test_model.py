@@ -108,7 +108,7 @@ def test_kv_keep_compacts_exactly_the_chosen_slots(save_hf):
         run_prefill(model, prompt)
         model(tokens, depth + L, torch.arange(L, L + n), tree_mask(L, anc, 64))
         keep = torch.tensor([0, 2, 4])  # root -> node 2 -> node 4
-        model.cache.keep(keep + L, L)
+        model.cache.keep(keep + L, torch.arange(L, L + 3))
         k_tree = model.cache.k[:, :, :, : L + 3].clone()
         v_tree = model.cache.v[:, :, :, : L + 3].clone()
         # rebuild from scratch along the accepted path

@@ -8,6 +8,7 @@ from the target's prefill. Accept lengths count the bonus token, so an AR step h
 
 from __future__ import annotations
 
+import gc
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -61,9 +62,9 @@ def speculative_step(
     with timer.phase("accept"):
         result = acceptor(draft, logits, sampling, generator)
         start = target.length
-        target.commit(result.nodes)
+        rows = target.commit(result.nodes)
         tokens += result.tokens
-        drafter.observe(tokens, hidden[[0] + [i + 1 for i in result.nodes]], start)
+        drafter.observe(tokens, hidden.index_select(0, rows), start)
     return draft, result
 
 
@@ -98,19 +99,25 @@ def generate(
     if first in stop_ids:
         out.stop_reason = "eos"
     synchronize(target.device)
-    t1 = time.perf_counter()
-    while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
-        timer.next_step()
-        draft, result = speculative_step(target, drafter, tokens, sampling, generator, timer, acceptor)
-        new = result.tokens[: max_new_tokens - len(out.tokens)]
-        stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
-        if stop_at is not None:
-            new, out.stop_reason = new[: stop_at + 1], "eos"
-        out.tokens += new
-        out.accept_lengths.append(len(new))
-        out.drafted.append(len(draft))
-        out.draft_depths.append(max(draft.depths, default=0))
-    synchronize(target.device)
-    out.prefill_s, out.decode_s = t1 - t0, time.perf_counter() - t1
+    collecting = gc.isenabled()
+    gc.disable()  # a collection inside the loop stalls the host while the GPU waits; garbage waits for the end
+    try:
+        t1 = time.perf_counter()
+        while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
+            timer.next_step()
+            draft, result = speculative_step(target, drafter, tokens, sampling, generator, timer, acceptor)
+            new = result.tokens[: max_new_tokens - len(out.tokens)]
+            stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
+            if stop_at is not None:
+                new, out.stop_reason = new[: stop_at + 1], "eos"
+            out.tokens += new
+            out.accept_lengths.append(len(new))
+            out.drafted.append(len(draft))
+            out.draft_depths.append(max(draft.depths, default=0))
+        synchronize(target.device)
+        out.prefill_s, out.decode_s = t1 - t0, time.perf_counter() - t1
+    finally:
+        if collecting:
+            gc.enable()
     out.phase_ms = timer.collect()
     return out

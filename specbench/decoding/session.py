@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from specbench.decoding.draft import Draft
@@ -26,6 +27,8 @@ class ModelSession:
         self.layers = layers
         self.tokens: list[int] = []
         self._verified: list[int] = []
+        self._staged: torch.Tensor | None = None  # pinned host buffer of ``commit``'s indices (on a GPU)
+        self._staged_copy: torch.cuda.Event | None = None
 
     @property
     def length(self) -> int:
@@ -80,10 +83,32 @@ class ModelSession:
         return self.runner.tree(self._verified, [0] + draft.depths, self.length, draft.ancestor_array(),
                                 layers or self.layers)
 
-    def commit(self, nodes: Sequence[int]) -> None:
-        """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify."""
+    def commit(self, nodes: Sequence[int]) -> torch.Tensor:
+        """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify; return the rows of that
+        verify's output they came from (root first), on the device."""
         nodes = list(nodes)
+        rows = [0] + [i + 1 for i in nodes]
+        index = self._commit_index(rows)  # [3, k]: output rows, their cache slots, the slots they move to
         if nodes != list(range(len(nodes))):
-            src = torch.tensor([self.length] + [self.length + 1 + i for i in nodes], device=self.device)
-            self.runner.cache.keep(src, self.length)
+            self.runner.cache.keep(index[1], index[2])
         self.tokens += [self._verified[0]] + [self._verified[i + 1] for i in nodes]
+        return index[0]
+
+    def _commit_index(self, rows: list[int]) -> torch.Tensor:
+        """``rows``, ``length + rows`` and ``length + 0…k-1`` on the device in one copy. On a GPU they are written
+        into a pinned buffer and copied asynchronously: a tensor made from a list would be a pageable copy, which
+        waits for the GPU."""
+        k, length = len(rows), self.length
+        if self.device.type != "cuda":
+            return torch.tensor([rows, [length + r for r in rows], list(range(length, length + k))])
+        if self._staged is None or self._staged.numel() < 3 * k:
+            self._staged = torch.zeros(3 * max(k, self.runner.scratch + 1), dtype=torch.long, pin_memory=True)
+            self._staged_copy = torch.cuda.Event()
+        self._staged_copy.synchronize()  # the previous copy out of the buffer has finished
+        host = self._staged.numpy()[: 3 * k].reshape(3, k)  # a contiguous prefix: copied as it is
+        host[0] = rows
+        host[1] = host[0] + length
+        host[2] = np.arange(length, length + k)
+        index = self._staged[: 3 * k].to(self.device, non_blocking=True).view(3, k)
+        self._staged_copy.record()
+        return index

@@ -111,9 +111,8 @@ class HierSpecDrafter(Drafter):
             logits, hidden = self.session.verify(context[-1], tree)
             start = self.session.length
             result = self.ctx.acceptor(tree, logits, sampling, generator)
-            self.session.commit(result.nodes)
-            rows = [0] + [i + 1 for i in result.nodes]
-            kept = hidden[rows]  # a copy: the rows outlive this graph replay's output buffer
+            rows = self.session.commit(result.nodes)
+            kept = hidden.index_select(0, rows)  # a copy: the rows outlive this graph replay's output buffer
             self.inner.observe(context + result.tokens, kept, start)
             self._remember(start, kept)
             if not sampling.greedy:

@@ -39,12 +39,11 @@ class StaticKVCache:
         self.kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(self.kv.dtype)  # [2, n, 1, kv_heads, D]
         return self.kv[0, layer], self.kv[1, layer]
 
-    def keep(self, src_slots: torch.Tensor, dst_start: int) -> None:
-        """Copy slots ``src_slots`` (ascending) of every layer to ``dst_start, dst_start+1, …``."""
-        dst = torch.arange(dst_start, dst_start + src_slots.numel(), device=src_slots.device)
-        self.kv.index_copy_(4, dst, self.kv.index_select(4, src_slots))
+    def keep(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
+        """Copy slots ``src_slots`` (ascending) of every layer to ``dst_slots`` (consecutive, none after its source)."""
+        self.kv.index_copy_(4, dst_slots, self.kv.index_select(4, src_slots))
         if self.positions is not None:
-            self.positions.index_copy_(0, dst, self.positions.index_select(0, src_slots))
+            self.positions.index_copy_(0, dst_slots, self.positions.index_select(0, src_slots))
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:
