@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from pathlib import Path
 
 import torch
 

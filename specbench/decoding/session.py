@@ -95,20 +95,21 @@ class ModelSession:
         return index[0]
 
     def _commit_index(self, rows: list[int]) -> torch.Tensor:
-        """``rows``, ``length + rows`` and ``length + 0…k-1`` on the device in one copy. On a GPU they are written
-        into a pinned buffer and copied asynchronously: a tensor made from a list would be a pageable copy, which
-        waits for the GPU."""
+        """``rows``, ``length + rows`` and ``length + 0…k-1`` on the device in one copy. On a GPU they go through a
+        pinned buffer, copied asynchronously: a tensor made from a list would be a pageable copy, which waits for
+        the GPU."""
         k, length = len(rows), self.length
+        index = np.empty((3, k), dtype=np.int64)
+        index[0] = rows
+        index[1] = index[0] + length
+        index[2] = np.arange(length, length + k)
         if self.device.type != "cuda":
-            return torch.tensor([rows, [length + r for r in rows], list(range(length, length + k))])
+            return torch.from_numpy(index)
         if self._staged is None or self._staged.numel() < 3 * k:
             self._staged = torch.zeros(3 * max(k, self.runner.scratch + 1), dtype=torch.long, pin_memory=True)
             self._staged_copy = torch.cuda.Event()
         self._staged_copy.synchronize()  # the previous copy out of the buffer has finished
-        host = self._staged.numpy()[: 3 * k].reshape(3, k)  # a contiguous prefix: copied as it is
-        host[0] = rows
-        host[1] = host[0] + length
-        host[2] = np.arange(length, length + k)
-        index = self._staged[: 3 * k].to(self.device, non_blocking=True).view(3, k)
+        self._staged.numpy()[: 3 * k] = index.ravel()
+        staged = self._staged[: 3 * k].to(self.device, non_blocking=True).view(3, k)
         self._staged_copy.record()
-        return index
+        return staged
