@@ -61,19 +61,22 @@ def test_top_k_kernels_match_torch_on_the_gpu_eager_and_compiled(dtype):
         assert torch.equal(logits.gather(-1, ids), logits.gather(-1, ref_ids))
 
 
-def test_exact_ranking_keeps_every_parent_when_a_child_scores_above_it():
+def test_tree_selection_keeps_every_parent_when_a_child_scores_above_it():
     """A near-certain child's cumulative log-prob can round above its parent's (on a GPU, a log-prob of +1e-7);
-    the exact ranking must still keep parents with their children (the run that found this: KeyError in propose)."""
-    from specbench.drafters.eagle import EagleDrafter
+    the selection must still keep parents with their children (the run that found this: KeyError in propose)."""
+    from specbench.drafters.eagle import select_tree
 
     # pool: 0, 1 at depth 1; 2 (child of 0) rounds above 0; 3 (child of 2) above both; 4 (child of 1)
-    scores = [-0.5, -0.6, -0.5 + 1e-7, -0.5 + 2e-7, -0.7]
-    parents = [-1, -1, 0, 2, 1]
+    scores = torch.tensor([-0.5, -0.6, -0.5 + 1e-7, -0.5 + 2e-7, -0.7])
+    parents = torch.tensor([-1, -1, 0, 2, 1])
+    tokens = torch.tensor([10, 11, 12, 13, 14])
     for budget in range(1, 6):
-        keep = EagleDrafter.rank_exactly(scores, parents, budget)
-        assert len(keep) == budget and keep == sorted(keep)
-        assert all(parents[c] < 0 or parents[c] in keep for c in keep), (budget, keep)
-    assert EagleDrafter.rank_exactly(scores, parents, 3) == [0, 2, 3]  # the chain, by pool order among ties
+        toks, nodes, nan = select_tree(tokens, scores, parents, budget).tolist()
+        keep = [t - 10 for t in toks]
+        assert len(keep) == budget and keep == sorted(keep) and nan == [0] * budget
+        assert all((p < 0) == (parents[c] < 0) and (p < 0 or keep[p] == parents[c]) for c, p in zip(keep, nodes))
+    toks, nodes, _ = select_tree(tokens, scores, parents, 3).tolist()
+    assert toks == [10, 12, 13] and nodes == [-1, 0, 1]  # the chain, by pool order among ties
 
 
 def test_log_probs_never_exceed_zero():
@@ -83,8 +86,11 @@ def test_log_probs_never_exceed_zero():
     assert (values <= 0).all() and values[:, 0].abs().max() < 1e-6
 
 
-def test_exact_ranking_refuses_nan_scores():
-    from specbench.drafters.eagle import EagleDrafter
+def test_nan_scores_are_counted_and_refused():
+    from specbench.drafters.eagle import refuse_nan, select_tree
 
+    scores, parents = [-0.1, -0.2, float("nan"), -0.3], [-1, -1, 0, 1]
+    rows = select_tree(torch.arange(4), torch.tensor(scores), torch.tensor(parents), 2)
+    assert rows[2].tolist() == [1, 1]
     with pytest.raises(FloatingPointError, match="NaN cumulative log-probs .*pool index 2 at depth 2, parent 0"):
-        EagleDrafter.rank_exactly([-0.1, -0.2, float("nan"), -0.3], [-1, -1, 0, 1], 2)
+        refuse_nan(scores, parents)

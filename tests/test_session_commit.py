@@ -50,6 +50,7 @@ def test_commit_moves_root_and_path_behind_the_prefix(case):
     draft = Draft([60 + i for i in range(len(parents))], parents)
     session = session_after_verify(draft)
     session.commit(path)
+    session.settle()
     sources = [PREFIX] + [PREFIX + 1 + i for i in path]
     kept = slice(PREFIX, PREFIX + len(sources))
     expected = torch.tensor(sources, dtype=torch.float32)

@@ -29,6 +29,7 @@ class Drafter(ABC):
 
     name = "base"
     target_features: tuple[int, ...] = ()  # target layers whose inputs its forwards must also return (EAGLE-3)
+    reads_hidden = True  # False: ``observe`` gets no hidden states after a verify (nothing is gathered for it)
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx
@@ -37,7 +38,8 @@ class Drafter(ABC):
         """Forget the previous sequence (a new prompt follows)."""
 
     def observe(self, tokens: list[int], hidden: torch.Tensor, start: int) -> None:
-        """The target committed ``tokens``; ``hidden`` are its final-norm states at positions ``start…``.
+        """The target committed ``tokens``; ``hidden`` are its final-norm states at positions ``start…`` (after a
+        verify, ``None`` for a drafter that does not read them).
 
         Called after the target's prefill (``start = 0``) and after every verify step.
         """

@@ -51,6 +51,7 @@ class ForwardRunner:
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
+        self._scalars = torch.zeros(2, dtype=torch.long, pin_memory=self.cuda_graphs)  # tree_on_device's root, start
         if compile_scope not in COMPILE_SCOPES:
             raise ValueError(f"compile_scope={compile_scope!r}: use null (the whole forward) or 'layer'")
         self.compiled, self.compile_mode, self.compile_scope = compile, compile_mode, compile_scope
@@ -125,6 +126,47 @@ class ForwardRunner:
         self._staged_copy.record()
         return logits[:n], hidden[:n]
 
+    def tree_on_device(self, root: int, tree: torch.Tensor, start: int, layers: Sequence[int] | None = None):
+        """``tree`` for root + a draft still on the device: ``tree`` [2, m] holds its tokens and parents
+        (``Draft.on_device``). The positions and the mask are built from it on the device, inside the bucket's
+        graph, so the verify is enqueued without waiting for the draft; only ``root`` and ``start`` come from the
+        host, staged in pinned memory."""
+        n = tree.shape[1] + 1
+        size = self.bucket(n) if self.cuda_graphs else None
+        if size is None:
+            scalars = torch.tensor([root, start], device=self.device)
+            return self._step(self.device_tree_inputs(scalars, tree, n), layers)
+        self._staged_copy.synchronize()  # the last copy out of the staging buffer has finished
+        self._scalars.numpy()[:] = (root, start)
+        graph = self._graph((size, "tree on device", n), layers,
+                            lambda scalars, rows: self._step(self.device_tree_inputs(scalars, rows, size), layers))
+        logits, hidden = graph(self._scalars, tree)
+        self._staged_copy.record()
+        return logits[:n], hidden[:n]
+
+    def device_tree_inputs(self, scalars: torch.Tensor, tree: torch.Tensor, size: int):
+        """The graph inputs ``tree`` would stage on the host (index [3, size], mask [1, 1, size, total_slots]) for
+        ``scalars`` = (root token, start) and ``tree`` [2, m] on the device, padded to ``size`` rows."""
+        device, n = tree.device, tree.shape[1] + 1
+        ids = torch.cat([scalars[:1], tree[0]])
+        parent_row = torch.cat([torch.zeros(1, dtype=torch.long, device=device), tree[1] + 1])  # the root: itself
+        rows = torch.arange(n, device=device)
+        anc = (rows[:, None] == rows) | (rows == parent_row[:, None])  # itself and its parent
+        for _ in range(max(1, (n - 1).bit_length())):  # pointer doubling: each pass reaches twice as high
+            anc, parent_row = anc | anc[parent_row], parent_row[parent_row]
+        slots = scalars[1] + rows
+        positions = scalars[1] + anc.sum(1) - 1
+        every_slot = torch.arange(self.total_slots, device=device)
+        mask = (every_slot < scalars[1]).expand(n, -1).clone()
+        mask.scatter_(1, slots.expand(n, n), anc)
+        if size > n:  # padding rows: scratch slots, each attending only itself
+            scratch = torch.arange(self.max_seq_len, self.max_seq_len + size - n, device=device)
+            own = every_slot == scratch[:, None]
+            zeros = ids.new_zeros(size - n)
+            ids, positions, slots = torch.cat([ids, zeros]), torch.cat([positions, zeros]), torch.cat([slots, scratch])
+            mask = torch.cat([mask, own])
+        return torch.stack([ids, positions, slots]), mask[None, None]
+
     def _host_inputs(self, rows: int, pin: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Zeroed ids/positions/slots [3, rows] and mask [rows, total_slots] on the host."""
         return (torch.zeros(3, rows, dtype=torch.long, pin_memory=pin),
@@ -140,12 +182,17 @@ class ForwardRunner:
         return staged
 
     def _replay(self, size: int, layers, inputs: tuple[torch.Tensor, ...]):
-        key = (size, None if layers is None else tuple(layers), len(inputs) == 2,
+        graph = self._graph((size, len(inputs) == 2), layers, lambda *args: self._step(args, layers))
+        return graph(*inputs)
+
+    def _graph(self, key: tuple, layers, fn) -> GraphedCall:
+        """The graph of ``fn`` for ``key`` (its first entry the bucket), ``layers`` and the target's feature layers."""
+        key = (*key, None if layers is None else tuple(layers),
                getattr(self.model, "feature_layers", ()))  # an EAGLE-3 drafter widens the target's output
         if key not in self._graphs:
             name = getattr(self.model, "source", None) or type(self.model).__name__
-            self._graphs[key] = GraphedCall(lambda *args: self._step(args, layers), self.pool, f"{name}[{size}]")
-        return self._graphs[key](*inputs)
+            self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]")
+        return self._graphs[key]
 
     def _forward(self, inputs, layers):
         (ids, positions, slots), mask, *features = inputs

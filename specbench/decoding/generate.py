@@ -62,9 +62,9 @@ def speculative_step(
     with timer.phase("accept"):
         result = acceptor(draft, logits, sampling, generator)
         start = target.length
-        rows = target.commit(result.nodes)
+        kept = target.commit(result.nodes, hidden if drafter.reads_hidden else None)
         tokens += result.tokens
-        drafter.observe(tokens, hidden.index_select(0, rows), start)
+        drafter.observe(tokens, kept, start)
     return draft, result
 
 

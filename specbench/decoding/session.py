@@ -2,7 +2,9 @@
 
 ``tokens`` are exactly the tokens whose K/V sit in slots ``0 … length-1``. ``extend`` appends tokens causally,
 ``verify`` runs a root token plus a draft tree after the prefix without keeping it, and ``commit`` keeps the
-root and an accepted path, compacting their K/V behind the prefix.
+root and an accepted path, compacting their K/V behind the prefix. The compaction is enqueued by the next
+forward on the session (``settle``), so what a step must launch first after its acceptance (a drafter's forward)
+is not queued behind it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ class ModelSession:
         self.device = runner.device
         self.layers = layers
         self.tokens: list[int] = []
-        self._verified: list[int] = []
+        self._verified: tuple[int, Draft] | None = None  # the root and the draft of the last verify
+        self._moves: tuple[int, torch.Tensor, torch.Tensor] | None = None  # commit's K/V moves: first slot, src, dst
         self._staged: torch.Tensor | None = None  # pinned host buffer of ``commit``'s indices (on a GPU)
         self._staged_copy: torch.cuda.Event | None = None
 
@@ -39,7 +42,16 @@ class ModelSession:
 
     def truncate(self, length: int) -> None:
         """Forget everything after the first ``length`` tokens."""
+        if self._moves is not None and length <= self._moves[0]:
+            self._moves = None  # the moved slots are forgotten
         del self.tokens[length:]
+
+    def settle(self) -> None:
+        """Enqueue the K/V moves of the last commit (the next forward on this session does it otherwise)."""
+        if self._moves is not None:
+            _, src, dst = self._moves
+            self.runner.cache.keep(src, dst)
+            self._moves = None
 
     def common_prefix(self, tokens: Sequence[int]) -> int:
         n = 0
@@ -59,6 +71,7 @@ class ModelSession:
     def extend(self, ids: Sequence[int], layers: Sequence[int] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Append ``ids`` causally; return the last row's logits [V] and the hidden states [n, h]."""
         ids = list(ids)
+        self.settle()
         if len(ids) <= self.runner.buckets[-1]:
             logits, hidden = self.verify(ids[0], Draft.chain(ids[1:]), layers)
             self.commit(range(len(ids) - 1))
@@ -79,20 +92,31 @@ class ModelSession:
     def verify(self, root: int, draft: Draft, layers: Sequence[int] | None = None):
         """Run root + draft under the tree mask after the prefix; return logits [n, V] and hidden [n, h]."""
         self._check_room(len(draft) + 1)
-        self._verified = [root] + draft.tokens
-        return self.runner.tree(self._verified, [0] + draft.depths, self.length, draft.ancestor_array(),
+        self.settle()
+        self._verified = (root, draft)
+        if draft.on_device is not None:  # a draft still being computed: its inputs are built on the device
+            return self.runner.tree_on_device(root, draft.on_device, self.length, layers or self.layers)
+        return self.runner.tree([root] + draft.tokens, [0] + draft.depths, self.length, draft.ancestor_array(),
                                 layers or self.layers)
 
-    def commit(self, nodes: Sequence[int]) -> torch.Tensor:
-        """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify; return the rows of that
-        verify's output they came from (root first), on the device."""
+    def commit(self, nodes: Sequence[int], hidden: torch.Tensor | None = None, *,
+               copy: bool = False) -> torch.Tensor | None:
+        """Keep the root and the accepted draft ``nodes`` (root to leaf) of the last verify. With that verify's
+        ``hidden`` output, return its rows of the kept tokens (root first): a view when they are its first rows
+        (a graph's output buffer, overwritten by the next forward, unless ``copy``), a copy otherwise."""
         nodes = list(nodes)
-        rows = [0] + [i + 1 for i in nodes]
-        index = self._commit_index(rows)  # [3, k]: output rows, their cache slots, the slots they move to
+        root, draft = self._verified
+        kept = None
         if nodes != list(range(len(nodes))):
-            self.runner.cache.keep(index[1], index[2])
-        self.tokens += [self._verified[0]] + [self._verified[i + 1] for i in nodes]
-        return index[0]
+            index = self._commit_index([0] + [i + 1 for i in nodes])  # output rows, their slots, where they move
+            self._moves = (self.length, index[1], index[2])
+            if hidden is not None:
+                kept = hidden.index_select(0, index[0])
+        elif hidden is not None:
+            kept = hidden[: len(nodes) + 1]
+            kept = kept.clone() if copy else kept
+        self.tokens += [root] + [draft.tokens[i] for i in nodes]
+        return kept
 
     def _commit_index(self, rows: list[int]) -> torch.Tensor:
         """``rows``, ``length + rows`` and ``length + 0…k-1`` on the device in one copy. On a GPU they go through a

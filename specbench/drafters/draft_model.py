@@ -54,6 +54,7 @@ class DraftModelDrafter(Drafter):
     """``session`` holds the draft model; its cache is rolled back to the committed prefix every step."""
 
     name = "draft_model"
+    reads_hidden = False
 
     def __init__(self, ctx: DraftContext, session: ModelSession, num_tokens: int):
         super().__init__(ctx)

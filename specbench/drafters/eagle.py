@@ -108,43 +108,17 @@ class EagleDrafter(Drafter):
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
-        self._start[0], self._start[1] = len(tokens) - 1, self.pairs
+        self._start.numpy()[:] = (len(tokens) - 1, self.pairs)  # numpy: two torch item writes cost ~10 us each
         start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
-        chosen, all_tokens, all_scores, all_parents = self._expand(h_root, logits_root, start)
-        if budget < chosen.shape[1]:  # near the end of the cache: fewer nodes than the graph selects
-            chosen = self._select(all_tokens, all_scores, all_parents, budget)
-        keep, parents, toks = chosen.tolist()  # the only host sync of a draft: read back the chosen tree
-        index = {c: i for i, c in enumerate(keep)}
-        if any(p >= 0 and p not in index for p in parents):  # a tie cut a parent off: rank exactly, parents first
-            keep = self.rank_exactly(all_scores.tolist(), all_parents.tolist(), budget)
-            parents, toks = all_parents[keep].tolist(), all_tokens[keep].tolist()
-            index = {c: i for i, c in enumerate(keep)}
-        return Draft(toks, [index[p] if p >= 0 else -1 for p in parents])
+        tree, all_tokens, all_scores, all_parents = self._expand(h_root, logits_root, start)
+        if budget < tree.shape[1]:  # near the end of the cache: fewer nodes than the graph selects
+            tree = select_tree(all_tokens, all_scores, all_parents, budget)
 
-    @staticmethod
-    def rank_exactly(scores: list[float], parents: list[int], budget: int) -> list[int]:
-        """The ``budget`` best candidates in pool order, every parent among them: a candidate ranks at most as high
-        as its parent (parents precede children in the pool; rounding can lift a near-certain child's cumulative
-        log-prob above its parent's), ties by pool order."""
-        nan = [i for i, v in enumerate(scores) if v != v]
-        if nan:  # no ranking exists; seen on the H200 at d = 6 (docs/benchmarks.md, session 8)
-            depth, up = 1, parents[nan[0]]
-            while up >= 0:
-                depth, up = depth + 1, parents[up]
-            raise FloatingPointError(f"EAGLE draft tree: {len(nan)} of {len(scores)} candidates have NaN cumulative "
-                                     f"log-probs (first: pool index {nan[0]} at depth {depth}, parent "
-                                     f"{parents[nan[0]]}): the head's forward produced non-finite logits")
-        capped = list(scores)
-        for i, p in enumerate(parents):
-            if p >= 0:
-                capped[i] = min(capped[i], capped[p])
-        return sorted(sorted(range(len(capped)), key=lambda i: (-capped[i], i))[:budget])
+        def check(rows):  # the tree's NaN count; the pool is still in the graph's buffers when the verify reads it
+            if rows[2][0]:
+                refuse_nan(all_scores.tolist(), all_parents.tolist())
 
-    @staticmethod
-    def _select(all_tokens: torch.Tensor, all_scores: torch.Tensor, all_parents: torch.Tensor, budget: int):
-        """[3, budget]: the ``budget`` best candidates in pool order (so parents come first), their parents, tokens."""
-        keep = all_scores.topk(min(budget, all_scores.numel())).indices.sort().values
-        return torch.stack([keep, all_parents[keep], all_tokens[keep]])
+        return Draft.from_device(tree, check)  # verified from the device: the host reads it during the verify
 
     def _expand(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
         """The whole tree expansion and selection, one CUDA graph when graphs are on (its inputs are all tensors)."""
@@ -159,8 +133,8 @@ class EagleDrafter(Drafter):
         return self._expand_graph(h_root, logits_root, start)
 
     def _expand_tree(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
-        """The ``tree_size - 1`` best candidates (``_select``), and every candidate's token, cumulative log-prob
-        and parent (-1: the root), from the root's outputs.
+        """The draft rows of the ``tree_size - 1`` best candidates (``select_tree``), and every candidate's token,
+        cumulative log-prob and parent (-1: the root), from the root's outputs.
 
         ``start`` holds the root's position and the number of real pairs in the head's cache; the expansion
         passes write their K/V to the ``k·(depth-1)`` slots right after those pairs.
@@ -194,8 +168,36 @@ class EagleDrafter(Drafter):
             all_parents = torch.cat([all_parents, frontier[child_row]])
             best = child_scores.topk(k).indices
             frontier, frontier_feat, frontier_anc = new_ids[best], hidden[child_row[best]], tree[child_row[best]]
-        chosen = self._select(all_tokens, all_scores, all_parents, self.tree_size - 1)
-        return chosen, all_tokens, all_scores, all_parents
+        tree = select_tree(all_tokens, all_scores, all_parents, self.tree_size - 1)
+        return tree, all_tokens, all_scores, all_parents
+
+
+def select_tree(tokens: torch.Tensor, scores: torch.Tensor, parents: torch.Tensor, budget: int) -> torch.Tensor:
+    """[3, budget] draft rows of the ``budget`` best candidates of a pool, in pool order: token, parent node (-1: the
+    root) and, in every column, the pool's count of NaN scores (``refuse_nan``). ``parents`` are pool indices and
+    precede their children. A candidate ranks at most as high as its parent, ties by pool order (rounding can lift a
+    near-certain child's cumulative log-prob above its parent's), so every chosen node's parent is chosen. No host
+    sync: the verify can be built from these rows on the device."""
+    capped = scores
+    up = torch.where(parents >= 0, parents, torch.arange(parents.numel(), device=parents.device))
+    for _ in range(max(1, parents.numel().bit_length())):  # pointer doubling: each pass reaches twice as high
+        capped, up = torch.minimum(capped, capped[up]), up[up]
+    keep = torch.sort(capped, descending=True, stable=True).indices[:budget].sort().values
+    parent = parents[keep]
+    node = torch.searchsorted(keep, parent.clamp(min=0)).clamp(max=budget - 1)  # NaN pools may lack a parent
+    nan = torch.isnan(scores).sum().expand(budget)
+    return torch.stack([tokens[keep], torch.where(parent >= 0, node, -1), nan])
+
+
+def refuse_nan(scores: list[float], parents: list[int]) -> None:
+    """Raise for a pool with NaN cumulative log-probs: no ranking exists (seen on the H200 at d = 6, session 8)."""
+    nan = [i for i, v in enumerate(scores) if v != v]
+    depth, up = 1, parents[nan[0]]
+    while up >= 0:
+        depth, up = depth + 1, parents[up]
+    raise FloatingPointError(f"EAGLE draft tree: {len(nan)} of {len(scores)} candidates have NaN cumulative "
+                             f"log-probs (first: pool index {nan[0]} at depth {depth}, parent {parents[nan[0]]}): "
+                             "the head's forward produced non-finite logits")
 
 
 def build(conf: EagleConf, ctx: DraftContext, parts: Parts) -> EagleDrafter:

@@ -49,6 +49,7 @@ class HierSpecConf(DrafterConf):
 
 class HierSpecDrafter(Drafter):
     name = "hierspec"
+    reads_hidden = False
 
     def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int,
                  inner_depth: int, inner_tree_size: int, topk: int):
@@ -111,12 +112,11 @@ class HierSpecDrafter(Drafter):
             logits, hidden = self.session.verify(context[-1], tree)
             start = self.session.length
             result = self.ctx.acceptor(tree, logits, sampling, generator)
-            rows = self.session.commit(result.nodes)
-            kept = hidden.index_select(0, rows)  # a copy: the rows outlive this graph replay's output buffer
+            kept = self.session.commit(result.nodes, hidden, copy=True)  # the rows outlive this replay's buffer
             self.inner.observe(context + result.tokens, kept, start)
             self._remember(start, kept)
             if not sampling.greedy:
-                probs.append(sampling.probs(logits[rows]))
+                probs.append(sampling.probs(logits[[0] + [i + 1 for i in result.nodes]]))
             seq += result.tokens
         seq = seq[:room]
         return Draft.chain(seq, torch.cat(probs)[: len(seq)] if probs else None)

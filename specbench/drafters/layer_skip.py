@@ -55,6 +55,7 @@ class LayerSkipConf(DrafterConf):
 
 class LayerSkipDrafter(Drafter):
     name = "layer_skip"
+    reads_hidden = False
 
     def __init__(self, ctx: DraftContext, keep_fraction: float, selection: str, num_tokens: int):
         super().__init__(ctx)

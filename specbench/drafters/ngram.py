@@ -77,6 +77,7 @@ class NgramConf(DrafterConf):
 
 class NgramDrafter(Drafter):
     name = "ngram"
+    reads_hidden = False
 
     def __init__(self, ctx: DraftContext, conf: NgramConf):
         super().__init__(ctx)

@@ -11,6 +11,7 @@ from specbench.drafters.registry import DrafterConf, register
 
 class NoDrafter(Drafter):
     name = "none"
+    reads_hidden = False
 
     def propose(self, tokens, room):
         return Draft.empty()

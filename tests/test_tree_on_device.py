@@ -1,0 +1,66 @@
+"""A draft verified from its device tensors gets exactly the inputs and outputs of one staged from the host."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specbench.decoding.draft import Draft
+from specbench.decoding.forward import ForwardRunner
+from specbench.model import load_model
+from specbench.timing.trees import chain_draft, eagle_like_tree
+
+START = 9
+
+
+@pytest.fixture(scope="module")
+def runner():
+    return ForwardRunner(load_model("tiny-target", dtype=torch.float32), 64)
+
+
+def inputs_of(runner, call):
+    """The (index, mask) a runner call hands its forward."""
+    step, runner._step = runner._step, lambda inputs, layers: inputs
+    try:
+        return call()
+    finally:
+        runner._step = step
+
+
+DRAFTS = {"tree": eagle_like_tree(25, depth=5, topk=3, vocab_size=100), "chain": chain_draft(6, vocab_size=100),
+          "root only": Draft.empty(), "deep chain": chain_draft(40, vocab_size=100)}
+
+
+@pytest.mark.parametrize("name", DRAFTS)
+@pytest.mark.parametrize("pad", [0, 5])
+def test_device_inputs_equal_the_host_staged_ones(runner, name, pad):
+    draft = DRAFTS[name]
+    n = len(draft) + 1
+    on_device = torch.tensor([draft.tokens, draft.parents], dtype=torch.long).view(2, len(draft))
+    index, mask = inputs_of(runner, lambda: runner.tree([7] + draft.tokens, [0] + draft.depths, START,
+                                                        draft.ancestor_array()))
+    expected = runner.pad(n + pad, *index, mask)
+    got = runner.device_tree_inputs(torch.tensor([7, START]), on_device, n + pad)
+    assert torch.equal(got[0], torch.stack(expected[:3])) and torch.equal(got[1], expected[3])
+
+
+def test_a_device_draft_verifies_like_the_host_one(runner):
+    draft = DRAFTS["tree"]
+    rows = torch.tensor([draft.tokens, draft.parents, [0] * len(draft)])
+    lazy = Draft.from_device(rows)
+    logits, hidden = runner.tree_on_device(7, lazy.on_device, START)
+    ref_logits, ref_hidden = runner.tree([7] + draft.tokens, [0] + draft.depths, START, draft.ancestor_array())
+    assert torch.equal(logits, ref_logits) and torch.equal(hidden, ref_hidden)
+    assert len(lazy) == len(draft) and lazy.parents == draft.parents and lazy.depths == draft.depths
+
+
+def test_a_device_draft_is_checked_when_first_read():
+    def refuse(rows):
+        raise FloatingPointError(f"flag {rows[2][0]}")
+
+    lazy = Draft.from_device(torch.tensor([[5, 6], [-1, 0], [3, 3]]), refuse)
+    assert len(lazy) == 2  # the size needs no host copy
+    with pytest.raises(FloatingPointError, match="flag 3"):
+        lazy.tokens
+    with pytest.raises(ValueError, match="parents-first"):
+        Draft.from_device(torch.tensor([[5, 6], [1, 0]])).tokens
