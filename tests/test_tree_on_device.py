@@ -64,3 +64,31 @@ def test_a_device_draft_is_checked_when_first_read():
         lazy.tokens
     with pytest.raises(ValueError, match="parents-first"):
         Draft.from_device(torch.tensor([[5, 6], [1, 0]])).tokens
+
+
+def test_eagle_drafts_fewer_nodes_near_the_end_of_the_cache_and_stays_lossless():
+    """With less room than the tree, the draft is cut to the room (parents kept) and read on the host; greedy SD
+    still equals greedy AR up to the last slot."""
+    from specbench.config import EngineConf, ModelConf
+    from specbench.decoding.generate import generate
+    from specbench.engine import Engine
+
+    engine = Engine(EngineConf(cuda_graphs=False, gemv=False), max_seq_len=48)
+    session = engine.session(engine.model(ModelConf("tiny-target")))
+    eagle = engine.drafter({"name": "eagle", "head": "tiny-eagle", "topk": 3, "depth": 3, "tree_size": 10}, session)
+    prompt = list(range(5, 35))
+    ar = generate(session, engine.drafter({"name": "none"}, session), prompt, max_new_tokens=17)
+    sizes = []
+    propose = eagle.propose
+
+    def recorded(tokens, room):
+        draft = propose(tokens, room)
+        sizes.append((room, len(draft), draft.on_device is None))
+        assert all(-1 <= p < i for i, p in enumerate(draft.parents))
+        return draft
+
+    eagle.propose = recorded
+    sd = generate(session, eagle, prompt, max_new_tokens=17)
+    assert sd.tokens == ar.tokens
+    assert any(room < 9 for room, _, _ in sizes)
+    assert all(n == min(room, 9) and on_host == (room < 9) for room, n, on_host in sizes)

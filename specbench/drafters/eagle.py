@@ -111,8 +111,11 @@ class EagleDrafter(Drafter):
         self._start.numpy()[:] = (len(tokens) - 1, self.pairs)  # numpy: two torch item writes cost ~10 us each
         start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
         tree, all_tokens, all_scores, all_parents = self._expand(h_root, logits_root, start)
-        if budget < tree.shape[1]:  # near the end of the cache: fewer nodes than the graph selects
-            tree = select_tree(all_tokens, all_scores, all_parents, budget)
+        if budget < tree.shape[1]:  # near the end of the cache: fewer nodes, read on the host (no graph per size)
+            tokens, parents, nan = select_tree(all_tokens, all_scores, all_parents, budget).tolist()
+            if nan[0]:
+                refuse_nan(all_scores.tolist(), all_parents.tolist())
+            return Draft(tokens, parents)
 
         def check(rows):  # the tree's NaN count; the pool is still in the graph's buffers when the verify reads it
             if rows[2][0]:
