@@ -7,7 +7,7 @@
 # tune and the benchmark; TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the
 # int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
-# HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
+# BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
 #   STEPS="pytest tune bench" TUNE_DEQ="3 4" TUNE_BUCKETS="64 16 1" TUNE_MODELS=llama-3-70b TUNE_BUDGET_S=280 \
 #       BENCH_SCHEMES=w4a16 bash benchmarks/quant_h200.sh
@@ -36,9 +36,9 @@ if step tune_a8; then
   echo "tune_a8 rc $?"; [ -f "$OUT/h200.json" ] && cp "$OUT/h200.json" "$TABLE"
 fi
 if step bench; then
-  timeout 75 python3 -m benchmarks.bench_quant_linear --out "$OUT/bench" --models llama-3-70b \
+  timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/bench" --models ${BENCH_MODELS:-llama-3-70b} \
       --backends ${BENCH_BACKENDS:-triton torch fbgemm} --schemes ${BENCH_SCHEMES:-w4a16 w8a8_int8 w4a8 w8a8_fp8} \
-      --ms 1 16 64 --budget-s 60 \
+      --ms ${BENCH_MS:-1 16 64} --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) \
       > "$OUT/bench.log" 2>&1; echo "bench rc $?"
 fi
 if step hierspec; then

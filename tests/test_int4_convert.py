@@ -81,9 +81,24 @@ def test_pair_asm_gives_nibble_minus_zero_point_for_both_words(kind, dtype):
             assert _half(out, True, dtype) == ((b >> 4 * j) & 0xF) - zb, (kind, hex(b), zb, j)
 
 
+@pytest.mark.parametrize("kind,dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
+def test_pair_asm_without_subtraction_gives_offset_plus_nibble(kind, dtype):
+    gen = torch.Generator().manual_seed(1)
+    words = [0x76543210, 0xFEDCBA98] + torch.randint(0, 2**32, (30,), generator=gen).tolist()
+    asm = pair_asm(kind, subtract=False)
+    assert "$10" not in asm
+    for a, b in zip(words[::2], words[1::2]):
+        regs = run_ptx(asm, {"$8": a, "$9": b})
+        for j in range(8):
+            assert _half(regs[f"${j}"], False, dtype) == OFFSET[kind] + ((a >> 4 * j) & 0xF), (kind, hex(a), j)
+            assert _half(regs[f"${j}"], True, dtype) == OFFSET[kind] + ((b >> 4 * j) & 0xF), (kind, hex(b), j)
+
+
 def test_pair_asm_makes_two_values_per_instruction():
     lines = [ln for ln in pair_asm("bf16").splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert len(lines) == 24  # 16 values (8 planes x 2 words): 2 prmt, 6 shifts, 8 lop3 and 8 packed subtractions
+    offset = [ln for ln in pair_asm("bf16", False).splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
+    assert len(offset) == 16 and not any(ln.startswith("sub") for ln in offset)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the PTX path)")
@@ -100,7 +115,14 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, False, KernelConfig("dot", 64, 128, 2, BM=64, DEQ=1)),  # lane-by-lane unpacking, permuted x
              (-1, True, KernelConfig("dot", 64, 128, 4, BM=16, DEQ=2)),
              (128, True, KernelConfig("dot", 64, 128, 2, BM=64, warps=4, stages=4, DEQ=4)),
-             (-1, True, KernelConfig("dot", 256, 256, 1, BM=32, warps=8, DEQ=4))]
+             (-1, True, KernelConfig("dot", 256, 256, 1, BM=32, warps=8, DEQ=4)),
+             (128, False, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=5)),
+             (128, True, KernelConfig("dot", 128, 128, 2, BM=64, warps=8, stages=4, DEQ=5)),
+             (-1, False, KernelConfig("dot", 128, 256, 1, BM=16, warps=8, DEQ=5)),
+             (128, False, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=6)),
+             (-1, True, KernelConfig("dot", 128, 256, 2, BM=64, warps=8, DEQ=6)),
+             (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=7)),
+             (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, warps=8, DEQ=7))]
     for group, sym, cfg in cases:
         qw = quantize_rtn(torch.randn(1024, 4096, device="cuda", generator=gen) * 0.02, get_scheme("w4a16"), group, sym)
         fast, ref = QuantLinear(qw, None, "triton", dtype), QuantLinear(qw, None, "reference", torch.float32)

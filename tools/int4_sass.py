@@ -63,12 +63,16 @@ def main(argv: list[str] | None = None) -> float:
         parser.add_argument(f"--{name}", type=int, default=default)
     for flag in ("gemv", "channel", "zeros", "fp16"):
         parser.add_argument(f"--{flag}", action="store_true")
+    parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(compile_sm90(args))
         f.flush()
         nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
         sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+    if args.sass:
+        with open(args.sass, "w") as out:
+            out.write(sass)
     loop = largest_loop(sass)
     per_weight = sum(loop.values()) / (args.BK * args.BN / (32 * args.warps))
     print(f"{sum(loop.values())} instructions per K step, {per_weight:.2f} per weight and thread; "

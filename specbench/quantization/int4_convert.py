@@ -12,6 +12,9 @@ off + z): two PRMTs put A's and B's low 16 bits side by side (``wlo``) and their
 plane a shift by 4 (j mod 4), a LOP3 and a packed subtraction: 16 values in 24 instructions, against about three
 per value unpacking each nibble in its own 32-bit lane. Triton's interpreter cannot run PTX, so there (and as the
 reference of the same math) ``ASM=False`` builds the planes with plain shifts, masks, bitcasts and a subtraction.
+
+``offset_planes(packed, ...)`` is the same without the subtraction: plane j holds the exact off + q (16 values in
+16 instructions); the caller takes off + z times the sum of x off the product, in float32.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ SUB = {"bf16": "bf16x2", "fp16": "f16x2"}  # packed subtraction of off + z (sm90
 SELECT_LO, SELECT_HI = 0x5410, 0x7632  # prmt: [A.b0, A.b1, B.b0, B.b1] and [A.b2, A.b3, B.b2, B.b3]
 
 
-def pair_asm(kind: str) -> str:
+def pair_asm(kind: str, subtract: bool = True) -> str:
     """PTX for eight outputs $0..$7 (plane j: q - z) from two packed words $8 (A, low halves) and $9 (B, high
-    halves) and the pair $10 of off + z for their two columns."""
+    halves) and the pair $10 of off + z for their two columns; ``subtract=False``: plane j is off + q and there is
+    no $10."""
     magic = MAGIC[kind]
     lines = [f"prmt.b32 wlo, $8, $9, {SELECT_LO:#06x};", f"prmt.b32 whi, $8, $9, {SELECT_HI:#06x};"]
     for j in range(8):
@@ -35,7 +39,8 @@ def pair_asm(kind: str) -> str:
             lines.append(f"shr.b32 wsh, {src}, {4 * (j % 4)};")
             src = "wsh"
         lines.append(f"lop3.b32 ${j}, {src}, {MASK:#010x}, {magic:#010x}, {LUT:#04x};")
-        lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
+        if subtract:
+            lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
     return "{\n.reg .b32 wlo, whi, wsh;\n" + "\n".join(lines) + "\n}"
 
 
@@ -49,6 +54,9 @@ if triton is not None:
     _ASM_BF16 = tl.constexpr(pair_asm("bf16"))
     _ASM_FP16 = tl.constexpr(pair_asm("fp16"))
     _CONSTRAINTS = tl.constexpr("=r," * 8 + "r,r,r")
+    _ASM_BF16_OFF = tl.constexpr(pair_asm("bf16", subtract=False))
+    _ASM_FP16_OFF = tl.constexpr(pair_asm("fp16", subtract=False))
+    _CONSTRAINTS_OFF = tl.constexpr("=r," * 8 + "r,r")
 
     @triton.jit
     def _plane(packed, zoff, j: tl.constexpr, sixteen: tl.constexpr):
@@ -77,3 +85,24 @@ if triton is not None:
                     _plane(packed, zoff, 2, sixteen), _plane(packed, zoff, 3, sixteen),
                     _plane(packed, zoff, 4, sixteen), _plane(packed, zoff, 5, sixteen),
                     _plane(packed, zoff, 6, sixteen), _plane(packed, zoff, 7, sixteen))
+
+    @triton.jit
+    def offset_planes(packed, sixteen: tl.constexpr, ASM: tl.constexpr):
+        """Eight tiles of ``packed``'s shape: plane j = off + nibble j, exact (off 128 bf16, 1024 fp16)."""
+        zero = tl.zeros((1, 1), sixteen)
+        if ASM:
+            if sixteen == tl.bfloat16:
+                return tl.inline_asm_elementwise(
+                    _ASM_BF16_OFF, _CONSTRAINTS_OFF, [packed], is_pure=True, pack=2,
+                    dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
+                           tl.bfloat16, tl.bfloat16))
+            else:
+                return tl.inline_asm_elementwise(
+                    _ASM_FP16_OFF, _CONSTRAINTS_OFF, [packed], is_pure=True, pack=2,
+                    dtype=(tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16,
+                           tl.float16))
+        else:
+            return (_plane(packed, zero, 0, sixteen), _plane(packed, zero, 1, sixteen),
+                    _plane(packed, zero, 2, sixteen), _plane(packed, zero, 3, sixteen),
+                    _plane(packed, zero, 4, sixteen), _plane(packed, zero, 5, sixteen),
+                    _plane(packed, zero, 6, sixteen), _plane(packed, zero, 7, sixteen))

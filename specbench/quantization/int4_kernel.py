@@ -29,7 +29,11 @@ contiguous per 128-block), so no plane is unpacked lane by lane or reshaped and 
 goes on the product. ``DEQ`` 4 is ``DEQ`` 3 with the operands swapped: it computes y.T = W x.T, the weight planes
 [BN, BK/8] being ``tl.dot``'s first operand, which Hopper's wgmma reads from registers (x.T, the second operand,
 is copied to shared memory asynchronously), so the dequantized tile never goes through shared memory; BM is
-then the MMA's narrow side.
+then the MMA's narrow side. ``DEQ`` 5 is ``DEQ`` 4 on the planes of the exact off + q (``offset_planes``: a LOP3
+per two values, no subtraction); the zero point comes off the float32 product as in ``DEQ`` 2, through the sum of
+x's tile. ``DEQ`` 6 and 7 are 4 and 5 with the eight planes joined back into input order (``_joined``: in
+registers, the thread keeps its values) and multiplied in one ``tl.dot`` with one contiguous x tile, so the MMA
+waits once per tile, not once per plane.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ try:
     import triton
     import triton.language as tl
 
-    from specbench.quantization.int4_convert import planes
+    from specbench.quantization.int4_convert import offset_planes, planes
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 else:
@@ -58,7 +62,8 @@ DTYPES = (torch.bfloat16, torch.float16)
 class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
-    # the weight as the first operand (y.T = W x.T)
+    # the weight as the first operand (y.T = W x.T), 5 as 4 on the planes of off + q (no subtraction), 6 and 7
+    # as 4 and 5 with the planes joined into one tile and one tl.dot
 
 
 def block_rows(k: int, group: int) -> int:
@@ -136,6 +141,14 @@ if triton is not None:
             idx = tl.max_contiguous(tl.multiple_of(idx, P // 8), P // 8)
         return idx
 
+    @triton.jit
+    def _joined(p, BN: tl.constexpr, BK: tl.constexpr, P: tl.constexpr):
+        """The eight [BN, BK/8] planes as one [BN, BK] tile in input order (input P b + (P/8) j + r of the tile is
+        plane j's word row (P/8) b + r)."""
+        t = tl.join(tl.join(tl.join(p[0], p[1]), tl.join(p[2], p[3])), tl.join(tl.join(p[4], p[5]), tl.join(p[6], p[7])))
+        t = tl.reshape(tl.permute(t, (0, 1, 4, 3, 2)), (BN, BK // P, P // 8, 8))  # plane j = 4c + 2b + a last
+        return tl.reshape(tl.permute(t, (0, 1, 3, 2)), (BN, BK))
+
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
@@ -162,14 +175,14 @@ if triton is not None:
                 z_chan = tl.full((1, BN), 8.0, tl.float32)
         if GEMV:
             acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
-        elif DEQ == 4:
+        elif DEQ >= 4:
             acc = tl.zeros((BN, BM), dtype=tl.float32)  # y.T
         else:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
-            xtot = tl.zeros((BM,), dtype=tl.float32)
+        xtot = tl.zeros((BM,), dtype=tl.float32)
         prow = tl.arange(0, BK8)
         for k0 in range(k_begin, k_begin + k_len, BK):
-            if DEQ == 4 and not GEMV:  # [BN, BK/8], the weight as the first operand
+            if DEQ >= 4 and not GEMV:  # [BN, BK/8], the weight as the first operand
                 packed = tl.load(w_ptr + (k0 // 8 + prow)[None, :].to(tl.int64) * N + cols[:, None],
                                  mask=col_ok[:, None], other=0, eviction_policy="evict_first")
             else:
@@ -203,19 +216,39 @@ if triton is not None:
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
-            elif DEQ >= 3:  # eight plane dots on the exact q - z, made two per instruction on CUDA
-                if DEQ == 4:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
+            elif DEQ >= 3:  # nibble planes of the exact q - z (5, 7: off + q), made two per instruction on CUDA
+                off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
+                OFFSET: tl.constexpr = DEQ == 5 or DEQ == 7
+                if DEQ >= 4:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                     z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
-                p = planes(packed, (z + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]).to(sixteen), sixteen, ASM)
+                if OFFSET:
+                    p = offset_planes(packed, sixteen, ASM)
+                else:
+                    p = planes(packed, (z + off).to(sixteen), sixteen, ASM)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                part = tl.zeros_like(acc)
-                for j in tl.static_range(8):  # x's [BM, BK/8] tile of plane j
-                    xj = tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0)
-                    if DEQ == 4:
-                        part = tl.dot(p[j], tl.trans(xj), part)
-                    else:
-                        part = tl.dot(xj, p[j], part)
-                acc += part if CHANNEL else s * part
+                if DEQ >= 6:  # the planes joined back into input order: one dot over the whole tile
+                    xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
+                    part = tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                    if OFFSET:
+                        xsum = tl.sum(xt.to(tl.float32), axis=1)
+                else:  # one dot per plane, with x's [BM, BK/8] columns of that plane
+                    part = tl.zeros_like(acc)
+                    xsum = tl.zeros((BM,), dtype=tl.float32)
+                    for j in tl.static_range(8):
+                        xj = tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0)
+                        if DEQ >= 4:
+                            part = tl.dot(p[j], tl.trans(xj), part)
+                        else:
+                            part = tl.dot(xj, p[j], part)
+                        if OFFSET:
+                            xsum += tl.sum(xj.to(tl.float32), axis=1)
+                if OFFSET and CHANNEL:
+                    acc += part
+                    xtot += xsum
+                elif OFFSET:
+                    acc += s * (part - (z + off) * xsum[None, :])
+                else:
+                    acc += part if CHANNEL else s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 t = tl.arange(0, BK)  # q's row 8i + j: nibble j of word row i
@@ -240,10 +273,10 @@ if triton is not None:
                             acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
-        elif DEQ == 4:
+        elif DEQ >= 4:
             acc = tl.trans(acc)
         if CHANNEL:
-            if DEQ == 2 and not GEMV:
+            if (DEQ == 2 or DEQ == 5 or DEQ == 7) and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
         store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
