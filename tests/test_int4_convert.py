@@ -117,12 +117,10 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, True, KernelConfig("dot", 64, 128, 2, BM=64, warps=4, stages=4, DEQ=4)),
              (-1, True, KernelConfig("dot", 256, 256, 1, BM=32, warps=8, DEQ=4)),
              (128, False, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=5)),
-             (128, True, KernelConfig("dot", 128, 128, 2, BM=64, warps=8, stages=4, DEQ=5)),
-             (-1, False, KernelConfig("dot", 128, 256, 1, BM=16, warps=8, DEQ=5)),
-             (128, False, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=6)),
-             (-1, True, KernelConfig("dot", 128, 256, 2, BM=64, warps=8, DEQ=6)),
-             (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=7)),
-             (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, warps=8, DEQ=7))]
+             (-1, True, KernelConfig("dot", 128, 256, 2, BM=64, warps=8, DEQ=5)),
+             (128, True, KernelConfig("dot", 128, 128, 2, BM=64, warps=8, stages=4, DEQ=6)),
+             (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=6)),
+             (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, warps=8, DEQ=6))]
     for group, sym, cfg in cases:
         qw = quantize_rtn(torch.randn(1024, 4096, device="cuda", generator=gen) * 0.02, get_scheme("w4a16"), group, sym)
         fast, ref = QuantLinear(qw, None, "triton", dtype), QuantLinear(qw, None, "reference", torch.float32)

@@ -63,13 +63,11 @@ INTERPRETED = textwrap.dedent("""
         (-1, True, 1, fp16, C("dot", 32, 256, split=2, DEQ=3)),
         (128, False, 17, fp16, C("dot", 64, 128, split=4, BM=32, DEQ=4)),  # the weight as the first operand
         (-1, True, 2, fp16, C("dot", 64, 256, split=2, DEQ=4)),
-        (128, False, 17, fp16, C("dot", 64, 128, split=4, BM=32, DEQ=5)),  # off + q planes, zero point via sum x
-        (128, True, 1, fp16, C("dot", 64, 128, split=2, DEQ=5)),
-        (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=5)),
-        (128, False, 17, fp16, C("dot", 64, 128, split=4, BM=32, DEQ=6)),  # the planes joined: one dot per tile
-        (-1, True, 2, fp16, C("dot", 64, 256, split=2, DEQ=6)),
-        (128, False, 5, fp16, C("dot", 64, 128, split=2, DEQ=7)),
-        (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=7)),
+        (128, False, 17, fp16, C("dot", 64, 128, split=4, BM=32, DEQ=5)),  # the planes joined: one dot per tile
+        (-1, True, 2, fp16, C("dot", 64, 256, split=2, DEQ=5)),
+        (128, False, 5, fp16, C("dot", 64, 128, split=2, DEQ=6)),  # off + q planes, zero point via sum x
+        (128, True, 1, fp16, C("dot", 64, 128, split=2, DEQ=6)),
+        (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=6)),
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]

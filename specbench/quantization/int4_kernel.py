@@ -1,9 +1,12 @@
 """specbench's Triton W4A16 kernel: ``y = x @ W.T`` with int4 weights dequantized in registers.
 
-Packed layout: ``packed`` int32 [K/8, N] holds 8 input rows per int32 (unsigned nibbles; a symmetric code c is
-stored as c + 8), so each program reads whole rows of N-contiguous int32. The rows are interleaved in blocks of
-P = min(128, group size) inputs (``block_rows``): word 16b + r of a 128-block holds rows 128b + 16j + r at bits 4j,
-so nibble plane j of a word row is 16 consecutive inputs, which the plane paths multiply with a contiguous
+Packed layout: ``packed`` holds 8 input rows per int32 (unsigned nibbles; a symmetric code c is stored as c + 8)
+in blocks of WB word rows (``blocked``: int32 [K/8/WB, N, WB], WB = 16 where K/8 allows): the WB words of one
+column are contiguous and the columns of a block follow one another, so a [BN, WB] tile is one contiguous run and
+the joined-plane paths, whose threads hold runs of word rows, copy it 16 bytes at a time (an N-major [K/8, N] layout
+gave them 4-byte copies; a plain K-major one, 64-byte runs per column, slowed M = 1). The rows are interleaved in
+blocks of P = min(128, group size) inputs (``block_rows``): word 16b + r of a 128-block holds rows 128b + 16j + r at
+bits 4j, so nibble plane j of a word row is 16 consecutive inputs, which the plane paths multiply with a contiguous
 [BM, 16] slice of x (with GPTQ's order, 8i + j, that slice is strided); ``kernel_order`` gives the permutation
 and the backend's ``pack`` applies it at load time. ``scales`` [G, N] and, with zero points, ``zeros`` [G, N]
 are in the activation dtype (G = K / group size; one group per output channel for per-channel weights, whose
@@ -29,11 +32,11 @@ contiguous per 128-block), so no plane is unpacked lane by lane or reshaped and 
 goes on the product. ``DEQ`` 4 is ``DEQ`` 3 with the operands swapped: it computes y.T = W x.T, the weight planes
 [BN, BK/8] being ``tl.dot``'s first operand, which Hopper's wgmma reads from registers (x.T, the second operand,
 is copied to shared memory asynchronously), so the dequantized tile never goes through shared memory; BM is
-then the MMA's narrow side. ``DEQ`` 5 is ``DEQ`` 4 on the planes of the exact off + q (``offset_planes``: a LOP3
-per two values, no subtraction); the zero point comes off the float32 product as in ``DEQ`` 2, through the sum of
-x's tile. ``DEQ`` 6 and 7 are 4 and 5 with the eight planes joined back into input order (``_joined``: in
-registers, the thread keeps its values) and multiplied in one ``tl.dot`` with one contiguous x tile, so the MMA
-waits once per tile, not once per plane.
+then the MMA's narrow side. Triton waits for each register-operand wgmma before the next, so ``DEQ`` 5 joins the
+eight planes back into input order (``_joined``: in registers, each thread keeps its values) and multiplies them in
+one ``tl.dot`` with one contiguous x tile: one wait per tile, not one per plane. ``DEQ`` 6 is ``DEQ`` 5 on the
+planes of the exact off + q (``offset_planes``: a LOP3 per two values, no subtraction); the zero point comes off
+the float32 product as in ``DEQ`` 2, through the sum of x's tile.
 """
 
 from __future__ import annotations
@@ -62,8 +65,8 @@ DTYPES = (torch.bfloat16, torch.float16)
 class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
-    # the weight as the first operand (y.T = W x.T), 5 as 4 on the planes of off + q (no subtraction), 6 and 7
-    # as 4 and 5 with the planes joined into one tile and one tl.dot
+    # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
+    # 6 as 5 on the planes of off + q (no subtraction)
 
 
 def block_rows(k: int, group: int) -> int:
@@ -79,6 +82,24 @@ def kernel_order(k: int, group: int) -> torch.Tensor:
     word, nibble = pos // 8, pos % 8
     per = p // 8  # words per block
     return (word // per) * p + nibble * per + word % per
+
+
+def word_block(k: int) -> int:
+    """WB, the word rows per block of the storage: 16, or the largest power of two dividing K/8 below that."""
+    words = k // 8
+    return words & -words if words % 16 else 16
+
+
+def blocked(packed: torch.Tensor) -> torch.Tensor:
+    """[K/8, N] int32 words -> the kernel's storage [K/8/WB, N, WB]."""
+    words, n = packed.shape
+    wb = word_block(8 * words)
+    return packed.reshape(words // wb, wb, n).permute(0, 2, 1).contiguous()
+
+
+def unblocked(packed: torch.Tensor) -> torch.Tensor:
+    """The kernel's storage -> [K/8, N] int32 words."""
+    return packed.permute(0, 2, 1).reshape(-1, packed.shape[1])
 
 
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
@@ -142,6 +163,16 @@ if triton is not None:
         return idx
 
     @triton.jit
+    def _word_offsets(words, cols, N, WB: tl.constexpr, TRANS: tl.constexpr):
+        """Offsets of word rows ``words`` of columns ``cols`` in the blocked storage: [BN, BK/8] when TRANS, else
+        [BK/8, BN]."""
+        w = words.to(tl.int64)
+        if TRANS:
+            return (w // WB * WB * N + w % WB)[None, :] + cols[:, None] * WB
+        else:
+            return (w // WB * WB * N + w % WB)[:, None] + cols[None, :] * WB
+
+    @triton.jit
     def _joined(p, BN: tl.constexpr, BK: tl.constexpr, P: tl.constexpr):
         """The eight [BN, BK/8] planes as one [BN, BK] tile in input order (input P b + (P/8) j + r of the tile is
         plane j's word row (P/8) b + r)."""
@@ -151,6 +182,7 @@ if triton is not None:
 
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
+                     WB: tl.constexpr,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
                      P: tl.constexpr, ASM: tl.constexpr):
@@ -183,10 +215,10 @@ if triton is not None:
         prow = tl.arange(0, BK8)
         for k0 in range(k_begin, k_begin + k_len, BK):
             if DEQ >= 4 and not GEMV:  # [BN, BK/8], the weight as the first operand
-                packed = tl.load(w_ptr + (k0 // 8 + prow)[None, :].to(tl.int64) * N + cols[:, None],
+                packed = tl.load(w_ptr + _word_offsets(k0 // 8 + prow, cols, N, WB, True),
                                  mask=col_ok[:, None], other=0, eviction_policy="evict_first")
             else:
-                packed = tl.load(w_ptr + (k0 // 8 + prow)[:, None].to(tl.int64) * N + cols[None, :],
+                packed = tl.load(w_ptr + _word_offsets(k0 // 8 + prow, cols, N, WB, False),
                                  mask=col_ok[None, :], other=0, eviction_policy="evict_first")
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
@@ -216,9 +248,9 @@ if triton is not None:
                 s_rows = _group_rows(s, SG, GK // 8, BN)
                 z_rows = _group_rows(z, SG, GK // 8, BN)
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
-            elif DEQ >= 3:  # nibble planes of the exact q - z (5, 7: off + q), made two per instruction on CUDA
+            elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-                OFFSET: tl.constexpr = DEQ == 5 or DEQ == 7
+                OFFSET: tl.constexpr = DEQ == 6
                 if DEQ >= 4:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                     z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
                 if OFFSET:
@@ -226,22 +258,19 @@ if triton is not None:
                 else:
                     p = planes(packed, (z + off).to(sixteen), sixteen, ASM)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                if DEQ >= 6:  # the planes joined back into input order: one dot over the whole tile
+                if DEQ >= 5:  # the planes joined back into input order: one dot over the whole tile
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
                     part = tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
                     if OFFSET:
                         xsum = tl.sum(xt.to(tl.float32), axis=1)
                 else:  # one dot per plane, with x's [BM, BK/8] columns of that plane
                     part = tl.zeros_like(acc)
-                    xsum = tl.zeros((BM,), dtype=tl.float32)
                     for j in tl.static_range(8):
                         xj = tl.load(xrow + _plane_inputs(k0, BK8, j, P)[None, :], mask=xm, other=0.0)
-                        if DEQ >= 4:
+                        if DEQ == 4:
                             part = tl.dot(p[j], tl.trans(xj), part)
                         else:
                             part = tl.dot(xj, p[j], part)
-                        if OFFSET:
-                            xsum += tl.sum(xj.to(tl.float32), axis=1)
                 if OFFSET and CHANNEL:
                     acc += part
                     xtot += xsum
@@ -276,7 +305,7 @@ if triton is not None:
         elif DEQ >= 4:
             acc = tl.trans(acc)
         if CHANNEL:
-            if (DEQ == 2 or DEQ == 5 or DEQ == 7) and not GEMV:
+            if (DEQ == 2 or DEQ == 6) and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]
             acc = acc * s_chan[None, :]
         store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
@@ -289,7 +318,8 @@ def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
            counters: torch.Tensor, group: int, cfg: KernelConfig) -> torch.Tensor:
-    """``x`` [M, K] (16-bit) times the packed [N, K] int4 weight -> [M, N]; ``counters`` int32 zeros (>= the
+    """``x`` [M, K] (16-bit) times the [N, K] int4 weight (``packed`` in the ``blocked`` storage) -> [M, N];
+    ``counters`` int32 zeros (>= the
     ``counters_needed`` slots when ``cfg.split`` > 1) are left zero again."""
     m, k = x.shape
     n = packed.shape[1]
@@ -302,6 +332,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
+        WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=bm, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group), ASM=x.is_cuda,

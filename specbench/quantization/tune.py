@@ -33,7 +33,7 @@ import torch
 from specbench.quantization import int8_kernel, kernel_table
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
-from specbench.quantization.int4_kernel import KernelConfig, check_shape, counters_needed, kernel_order, launch
+from specbench.quantization.int4_kernel import KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES
@@ -72,7 +72,7 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
                 for bm, bn, bk, st, d in grid for s in splits]
     # plane dots with two-per-instruction conversion, M = 1 included (BM 16 rows, the rest masked); wider N tiles
     # and the same with the weight as the first operand (DEQ 4; BN is the MMA's 64-row side)
-    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4), (3, 4, 5, 6, 7))
+    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4), (3, 4, 5, 6))
     out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=d)
             for bm, bn, bk, w, st, d in grid for s in splits
             if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64)]
@@ -105,7 +105,7 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
 
 def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
     gen = torch.Generator(device=device).manual_seed(seed)
-    packed = torch.randint(-2**31, 2**31 - 1, (k // 8, n), device=device, dtype=torch.int32, generator=gen)
+    packed = blocked(torch.randint(-2**31, 2**31 - 1, (k // 8, n), device=device, dtype=torch.int32, generator=gen))
     scales = (torch.rand(k // group, n, device=device, generator=gen) * 1e-2 + 1e-3).to(torch.bfloat16)
     return packed, scales
 
@@ -138,7 +138,7 @@ def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool,
     counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     y = launch(x, packed, scales, zeros, counters, group, cfg).float()
     q = torch.empty(k, n, device="cuda")
-    q[kernel_order(k, group).cuda()] = unpack_int32(packed, 4, 0).float()  # [K, N] in input order
+    q[kernel_order(k, group).cuda()] = unpack_int32(unblocked(packed), 4, 0).float()  # [K, N] in input order
     z = 8.0 if zeros is None else zeros.float().repeat_interleave(group, 0)
     w = (q - z) * scales.float().repeat_interleave(group, 0)
     ref = x.float() @ w

@@ -9,16 +9,16 @@ import torch
 from specbench.quantization import kernel_table
 from specbench.quantization.backends.triton_layer import PATHS, TritonLayer
 from specbench.quantization.formats import pack_int32
-from specbench.quantization.int4_kernel import DTYPES, KernelConfig, check_shape, kernel_order, launch
+from specbench.quantization.int4_kernel import DTYPES, KernelConfig, blocked, check_shape, kernel_order, launch
 from specbench.quantization.qweight import QuantizedWeight
 
 
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """(packed int32 [K/8, N], scales [G, N], zero points [G, N] or None) in the kernel's layout (input rows in
-    ``kernel_order``)."""
+    """(packed int32 words in the kernel's ``blocked`` storage, scales [G, N], zero points [G, N] or None), the
+    input rows in ``kernel_order``."""
     unsigned = qw.codes.to(torch.int32) + (8 if qw.zeros is None else 0)
     order = kernel_order(qw.shape[1], qw.group_size).to(unsigned.device)
-    packed = pack_int32(unsigned.t()[order], 4, 0).contiguous()
+    packed = blocked(pack_int32(unsigned.t()[order], 4, 0))
     zeros = None if qw.zeros is None else qw.zeros.t().to(dtype).contiguous()
     return packed, qw.scales.t().to(dtype).contiguous(), zeros
 
@@ -67,6 +67,6 @@ class TritonInt4:
 
     def describe(self, qw):
         return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
-                "packing": "int4 [K/8, N] int32 (unsigned, input rows interleaved in blocks of 128: "
+                "packing": "int4 int32 [K/128, N, 16] (blocks of 16 words per column; unsigned, input rows interleaved in blocks of 128: "
                 "int4_kernel.kernel_order), 16-bit scales/zeros [G, N]",
                 "autotune": kernel_table.describe_source(kernel_table.gpu_key(qw.device), *qw.shape, qw.group_size)}
