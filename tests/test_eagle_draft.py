@@ -16,7 +16,9 @@ def test_top_log_probs_equal_log_softmax_top_k(shape):
     logits[..., -1] = logits.max() + 1  # the best id in the padded last chunk
     ids, values = top_log_probs(logits, 10)
     ref = torch.log_softmax(logits.float(), -1).topk(10)
-    torch.testing.assert_close(values, ref.values)
+    # logsumexp and log_softmax sum exp(.) over up to 128k entries in different orders (CPU kernels differ by
+    # machine): float32 rounding of ~sqrt(V) * 6e-8 relative to the log-sum
+    torch.testing.assert_close(values, ref.values, atol=1e-4, rtol=1e-5)
     assert torch.equal(torch.gather(logits.float(), -1, ids), torch.gather(logits.float(), -1, ref.indices))
     assert (ids[..., 0] == shape[-1] - 1).all()
 
