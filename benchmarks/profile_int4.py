@@ -25,6 +25,11 @@ from specbench.quantization.tune import L2_DEFEAT_BYTES, random_weight, time_con
 
 
 @triton.jit
+def _xor(a, b):
+    return a ^ b
+
+
+@triton.jit
 def _stream_kernel(w_ptr, out_ptr, rows_per, N, BR: tl.constexpr, BN: tl.constexpr):
     """XOR of a [rows_per, BN] slab of int32 words into ``out`` (so the loads are not dead)."""
     cols = tl.program_id(0) * BN + tl.arange(0, BN)
@@ -34,11 +39,6 @@ def _stream_kernel(w_ptr, out_ptr, rows_per, N, BR: tl.constexpr, BN: tl.constex
         acc ^= tl.load(w_ptr + (r + tl.arange(0, BR))[:, None].to(tl.int64) * N + cols[None, :],
                        eviction_policy="evict_first")
     tl.atomic_xor(out_ptr + cols, tl.reduce(acc, 0, _xor))
-
-
-@triton.jit
-def _xor(a, b):
-    return a ^ b
 
 
 def stream_floor(n: int, k: int, copies: list[torch.Tensor], replays: int) -> tuple[float, dict]:
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ms", nargs="+", type=int, default=[1])
     p.add_argument("--group", type=int, default=128)
     p.add_argument("--replays", type=int, default=30)
-    p.add_argument("--ncu", action="store_true", help="run each kernel 3 times untimed (profile with ncu)")
+    p.add_argument("--ncu", action="store_true", help="run each kernel twice untimed (profile with ncu)")
     p.add_argument("--no-floor", action="store_true")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)

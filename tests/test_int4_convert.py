@@ -97,7 +97,8 @@ def test_pair_asm_without_subtraction_gives_offset_plus_nibble(kind, dtype):
 def test_pair_asm_makes_two_values_per_instruction():
     lines = [ln for ln in pair_asm("bf16").splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert len(lines) == 24  # 16 values (8 planes x 2 words): 2 prmt, 6 shifts, 8 lop3 and 8 packed subtractions
-    offset = [ln for ln in pair_asm("bf16", False).splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
+    offset = [ln for ln in pair_asm("bf16", False).splitlines()
+              if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert len(offset) == 16 and not any(ln.startswith("sub") for ln in offset)
 
 

@@ -83,6 +83,11 @@ INTERPRETED = textwrap.dedent("""
             x = torch.randn(m, 512).to(dtype)
             assert rel(broken(x), QuantLinear(qw, None, "reference", torch.float32)(x.float())) > 0.1
 
+    # K/8 not a multiple of 16: the storage's blocks of words shrink (8 words here)
+    w192 = torch.randn(24, 192)
+    for cfg, m in ((C("gemv", 16, 64), 1), (C("dot", 16, 64, split=3, DEQ=2), 3)):
+        assert check(quantize_rtn(w192, W4A16, 64, False), m, fp16, cfg) < 1e-2, cfg
+
     # published layouts -> canonical -> the triton kernel; act-order weights permute the input
     gen = torch.Generator().manual_seed(1)
     readers = {

@@ -13,7 +13,7 @@ plane a shift by 4 (j mod 4), a LOP3 and a packed subtraction: 16 values in 24 i
 per value unpacking each nibble in its own 32-bit lane. Triton's interpreter cannot run PTX, so there (and as the
 reference of the same math) ``ASM=False`` builds the planes with plain shifts, masks, bitcasts and a subtraction.
 
-``offset_planes(packed, ...)`` is the same without the subtraction: plane j holds the exact off + q (16 values in
+``planes(..., SUBTRACT=False)`` is the same without the subtraction: plane j holds the exact off + q (16 values in
 16 instructions); the caller takes off + z times the sum of x off the product, in float32.
 """
 
@@ -56,7 +56,6 @@ if triton is not None:
     _CONSTRAINTS = tl.constexpr("=r," * 8 + "r,r,r")
     _ASM_BF16_OFF = tl.constexpr(pair_asm("bf16", subtract=False))
     _ASM_FP16_OFF = tl.constexpr(pair_asm("fp16", subtract=False))
-    _CONSTRAINTS_OFF = tl.constexpr("=r," * 8 + "r,r")
 
     @triton.jit
     def _plane(packed, zoff, j: tl.constexpr, sixteen: tl.constexpr):
@@ -66,43 +65,22 @@ if triton is not None:
             return (((packed >> (4 * j)) & 0xF) | 0x6400).to(tl.int16).to(tl.float16, bitcast=True) - zoff
 
     @triton.jit
-    def planes(packed, zoff, sixteen: tl.constexpr, ASM: tl.constexpr):
+    def _asm_planes(packed, zoff, asm: tl.constexpr):
+        d = zoff.dtype
+        return tl.inline_asm_elementwise(asm, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
+                                         dtype=(d, d, d, d, d, d, d, d))
+
+    @triton.jit
+    def planes(packed, zoff, sixteen: tl.constexpr, ASM: tl.constexpr, SUBTRACT: tl.constexpr = True):
         """Eight tiles of ``packed``'s shape: plane j = nibble j - z, exact (``zoff`` = off + z in 16 bits,
-        broadcast over ``packed``; off 128 bf16, 1024 fp16)."""
-        if ASM:
-            if sixteen == tl.bfloat16:
-                return tl.inline_asm_elementwise(
-                    _ASM_BF16, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
-                    dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
-                           tl.bfloat16, tl.bfloat16))
-            else:
-                return tl.inline_asm_elementwise(
-                    _ASM_FP16, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
-                    dtype=(tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16,
-                           tl.float16))
+        broadcast over ``packed``; off 128 bf16, 1024 fp16). ``SUBTRACT=False``: plane j = off + nibble j, with
+        ``zoff`` 0 (the PTX has no subtraction and leaves ``zoff`` unread)."""
+        if ASM and SUBTRACT:
+            return _asm_planes(packed, zoff, _ASM_BF16 if sixteen == tl.bfloat16 else _ASM_FP16)
+        elif ASM:
+            return _asm_planes(packed, zoff, _ASM_BF16_OFF if sixteen == tl.bfloat16 else _ASM_FP16_OFF)
         else:
             return (_plane(packed, zoff, 0, sixteen), _plane(packed, zoff, 1, sixteen),
                     _plane(packed, zoff, 2, sixteen), _plane(packed, zoff, 3, sixteen),
                     _plane(packed, zoff, 4, sixteen), _plane(packed, zoff, 5, sixteen),
                     _plane(packed, zoff, 6, sixteen), _plane(packed, zoff, 7, sixteen))
-
-    @triton.jit
-    def offset_planes(packed, sixteen: tl.constexpr, ASM: tl.constexpr):
-        """Eight tiles of ``packed``'s shape: plane j = off + nibble j, exact (off 128 bf16, 1024 fp16)."""
-        zero = tl.zeros((1, 1), sixteen)
-        if ASM:
-            if sixteen == tl.bfloat16:
-                return tl.inline_asm_elementwise(
-                    _ASM_BF16_OFF, _CONSTRAINTS_OFF, [packed], is_pure=True, pack=2,
-                    dtype=(tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16, tl.bfloat16,
-                           tl.bfloat16, tl.bfloat16))
-            else:
-                return tl.inline_asm_elementwise(
-                    _ASM_FP16_OFF, _CONSTRAINTS_OFF, [packed], is_pure=True, pack=2,
-                    dtype=(tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16, tl.float16,
-                           tl.float16))
-        else:
-            return (_plane(packed, zero, 0, sixteen), _plane(packed, zero, 1, sixteen),
-                    _plane(packed, zero, 2, sixteen), _plane(packed, zero, 3, sixteen),
-                    _plane(packed, zero, 4, sixteen), _plane(packed, zero, 5, sixteen),
-                    _plane(packed, zero, 6, sixteen), _plane(packed, zero, 7, sixteen))

@@ -35,8 +35,8 @@ is copied to shared memory asynchronously), so the dequantized tile never goes t
 then the MMA's narrow side. Triton waits for each register-operand wgmma before the next, so ``DEQ`` 5 joins the
 eight planes back into input order (``_joined``: in registers, each thread keeps its values) and multiplies them in
 one ``tl.dot`` with one contiguous x tile: one wait per tile, not one per plane. ``DEQ`` 6 is ``DEQ`` 5 on the
-planes of the exact off + q (``offset_planes``: a LOP3 per two values, no subtraction); the zero point comes off
-the float32 product as in ``DEQ`` 2, through the sum of x's tile.
+planes of the exact off + q (``planes`` with ``SUBTRACT=False``: a LOP3 per two values, no subtraction); the zero
+point comes off the float32 product as in ``DEQ`` 2, through the sum of x's tile.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ try:
     import triton
     import triton.language as tl
 
-    from specbench.quantization.int4_convert import offset_planes, planes
+    from specbench.quantization.int4_convert import planes
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 else:
@@ -176,7 +176,8 @@ if triton is not None:
     def _joined(p, BN: tl.constexpr, BK: tl.constexpr, P: tl.constexpr):
         """The eight [BN, BK/8] planes as one [BN, BK] tile in input order (input P b + (P/8) j + r of the tile is
         plane j's word row (P/8) b + r)."""
-        t = tl.join(tl.join(tl.join(p[0], p[1]), tl.join(p[2], p[3])), tl.join(tl.join(p[4], p[5]), tl.join(p[6], p[7])))
+        t = tl.join(tl.join(tl.join(p[0], p[1]), tl.join(p[2], p[3])),
+                    tl.join(tl.join(p[4], p[5]), tl.join(p[6], p[7])))
         t = tl.reshape(tl.permute(t, (0, 1, 4, 3, 2)), (BN, BK // P, P // 8, 8))  # plane j = 4c + 2b + a last
         return tl.reshape(tl.permute(t, (0, 1, 3, 2)), (BN, BK))
 
@@ -253,10 +254,8 @@ if triton is not None:
                 OFFSET: tl.constexpr = DEQ == 6
                 if DEQ >= 4:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                     z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
-                if OFFSET:
-                    p = offset_planes(packed, sixteen, ASM)
-                else:
-                    p = planes(packed, (z + off).to(sixteen), sixteen, ASM)
+                zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
+                p = planes(packed, zoff, sixteen, ASM, SUBTRACT=DEQ != 6)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
                 if DEQ >= 5:  # the planes joined back into input order: one dot over the whole tile
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)

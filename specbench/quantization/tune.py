@@ -33,7 +33,9 @@ import torch
 from specbench.quantization import int8_kernel, kernel_table
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
-from specbench.quantization.int4_kernel import KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked
+from specbench.quantization.int4_kernel import (
+    KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
+)
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES

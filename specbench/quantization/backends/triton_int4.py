@@ -67,6 +67,6 @@ class TritonInt4:
 
     def describe(self, qw):
         return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
-                "packing": "int4 int32 [K/128, N, 16] (blocks of 16 words per column; unsigned, input rows interleaved in blocks of 128: "
-                "int4_kernel.kernel_order), 16-bit scales/zeros [G, N]",
+                "packing": "int4 int32 [K/128, N, 16] (blocks of 16 words per column, int4_kernel.blocked; unsigned, "
+                "input rows interleaved in blocks of 128: int4_kernel.kernel_order), 16-bit scales/zeros [G, N]",
                 "autotune": kernel_table.describe_source(kernel_table.gpu_key(qw.device), *qw.shape, qw.group_size)}
