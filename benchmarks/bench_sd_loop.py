@@ -12,7 +12,9 @@ runner's engine settings), in one process, each method after one warm-up generat
    wall time`` bounds the share of a step in which it waits for the host (eager kernels between the graphs are
    counted as host time). ``--cupti`` adds a fourth generation whose device activity CUPTI records (busy time,
    union of kernels and copies, less its prefill's); CUPTI slows the launches it records (the profiled wall is in
-   the row), so it runs last.
+   the row), so it runs last. ``--trace`` then records one more generation with the host's Python frames
+   (``torch.profiler``, ``with_stack``) and charges every device idle gap to the frames that made it
+   (``benchmarks.host_gaps``); the trace is kept gzipped beside the results.
 
 HierSpec at the 8B shape drafts through a Llama-3.2-1B intermediate (``--intermediate``; the 70B's is the W4A16
 8B). ``--smoke`` runs the tiny shipped shapes on CPU to check the script (no graphs there, so no prediction).
@@ -35,6 +37,7 @@ from specbench.decoding.generate import generate
 from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
+from benchmarks import host_gaps
 from benchmarks.common import busy_intervals, free, smoke_parser
 from specbench.timing.step_replays import decode_replays, step_time
 
@@ -93,8 +96,30 @@ def host_profile(run, new_tokens: int, top: int = 25) -> list[dict]:
             for (file, line, name), (_, calls, own, cum, _) in rows]
 
 
+def traced_gaps(run, new_tokens: int, path) -> dict:
+    """One generation traced with the host's Python frames (kept at ``path``, gzipped): the device's idle gaps per
+    step, totalled per site (``host_gaps``)."""
+    import gzip
+    import shutil
+
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], with_stack=True) as prof:
+        gen = run(new_tokens)
+    raw = path.with_suffix("")
+    prof.export_chrome_trace(str(raw))
+    with open(raw, "rb") as src, gzip.open(path, "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    raw.unlink()
+    gaps = host_gaps.idle_gaps(host_gaps.load(path))
+    wall = 1e3 * gen.decode_s / gen.steps
+    idle = sum(g["us"] for g in gaps) / 1e3 / gen.steps
+    return {"trace": path.name, "wall_ms_per_step": wall, "idle_ms_per_step": idle,
+            "sites": host_gaps.summarize(gaps, gen.steps)}
+
+
 def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
-            inner_tau: float, cupti: bool) -> dict:
+            inner_tau: float, cupti: bool, trace_dir=None) -> dict:
     """One method: measured speed, host overhead and Eq. (1) from its graphs' isolated replays."""
     device = engine.device
     inner = ReplayAcceptance(tau=inner_tau)
@@ -133,6 +158,9 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
         out["eq1_tok_s"] = None  # no CUDA graphs (a CPU): no isolated replays to time
     if cupti and device == "cuda":  # last: CUPTI slows every later launch in the process
         out["host_overhead"] = host_overhead(run, new_tokens)
+    if trace_dir is not None:  # last, like CUPTI (on a CPU: no device gaps, the script's check)
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        out["gaps"] = traced_gaps(run, new_tokens, trace_dir / f"trace_{name}.json.gz")
     del drafter
     free(device)
     return out
@@ -164,6 +192,15 @@ def markdown(result: dict) -> str:
             hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in row.get("host_profile", [])[:10])
             lines.append(f"- {row['method']}: {parts}. Profiled wall {ho.get('wall_ms_per_step', float('nan')):.2f} "
                          f"ms/step; host own µs per step (cProfile): {hot}")
+    for row in result["methods"]:
+        if row.get("gaps"):
+            g = row["gaps"]
+            lines += ["", f"Device idle gaps of {row['method']}, traced ({g['trace']}; the tracer slows the host): "
+                      f"{g['idle_ms_per_step']:.3f} of {g['wall_ms_per_step']:.3f} ms per step", "",
+                      "| host frames when the device went idle | late launch from | gaps/step | µs/step | max µs |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {r['site']} | {r['launch']} | {r['gaps_per_step']:.2f} | {r['us_per_step']:.1f} | "
+                      f"{r['max_us']:.0f} |" for r in g["sites"]]
     return "\n".join(lines) + "\n"
 
 
@@ -186,6 +223,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--new-tokens", type=int, default=256)
     parser.add_argument("--cupti", action="store_true", help="also measure GPU busy time with CUPTI (it slows the "
                         "launches it records: the profiled wall is in the row)")
+    parser.add_argument("--trace", action="store_true", help="last, trace one generation with Python frames and "
+                        "charge the device's idle gaps to them (benchmarks.host_gaps)")
     args = parser.parse_args(argv)
     if args.smoke:
         device, args.model, args.intermediate, args.dtype = "cpu", "tiny-target", "tiny-target", "float32"
@@ -214,7 +253,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name}...", flush=True)
         try:
             row = measure(engine, session, name, conf, tau, prompt, args.new_tokens, args.inner_tau,
-                          args.cupti)
+                          args.cupti, args.out if args.trace else None)
             print(f"  {row['tok_s']:.1f} tok/s, tau {row['tau']:.2f}, Eq. (1) {row.get('eq1_tok_s')}, host overhead "
                   f"<= {row.get('host_overhead_at_most')}", flush=True)
         except Exception as err:  # noqa: BLE001 - a method that fails is reported, the others still run

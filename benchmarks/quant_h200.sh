@@ -7,7 +7,7 @@
 # tune and the benchmark; TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the
 # int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
-# BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
+# BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
 #   STEPS="pytest tune bench" TUNE_DEQ="3 4" TUNE_BUCKETS="64 16 1" TUNE_MODELS=llama-3-70b TUNE_BUDGET_S=280 \
 #       BENCH_SCHEMES=w4a16 bash benchmarks/quant_h200.sh
@@ -35,11 +35,15 @@ if step tune_a8; then
       --budget-s "$budget" --out "$OUT/h200.json" > "$OUT/tune_a8.log" 2>&1
   echo "tune_a8 rc $?"; [ -f "$OUT/h200.json" ] && cp "$OUT/h200.json" "$TABLE"
 fi
-if step bench; then
-  timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/bench" --models ${BENCH_MODELS:-llama-3-70b} \
-      --backends ${BENCH_BACKENDS:-triton torch fbgemm} --schemes ${BENCH_SCHEMES:-w4a16 w8a8_int8 w4a8 w8a8_fp8} \
-      --ms ${BENCH_MS:-1 16 64} --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) \
-      > "$OUT/bench.log" 2>&1; echo "bench rc $?"
+if step bench; then  # once per value of BENCH_PDL (SPECBENCH_PDL: 1 on, 0 off), into bench/ or bench_pdl<value>/
+  for pdl in ${BENCH_PDL:-1}; do
+    name=bench; [ -n "${BENCH_PDL:-}" ] && name=bench_pdl$pdl
+    SPECBENCH_PDL=$pdl timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/$name" \
+        --models ${BENCH_MODELS:-llama-3-70b} --backends ${BENCH_BACKENDS:-triton torch fbgemm} \
+        --schemes ${BENCH_SCHEMES:-w4a16 w8a8_int8 w4a8 w8a8_fp8} --ms ${BENCH_MS:-1 16 64} \
+        --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) > "$OUT/$name.log" 2>&1; echo "$name rc $?"
+    tail -32 "$OUT/$name.log"
+  done
 fi
 if step hierspec; then
   timeout ${HIERSPEC_TIMEOUT_S:-110} python3 -m specbench -m +experiment=hierspec_70b dataset=synthetic \
@@ -47,7 +51,6 @@ if step hierspec; then
       experiment/method=${HIERSPEC_METHODS:-l3_70b_ar,l3_70b_hierspec} output.root="$OUT/runs" ${HIERSPEC_SET:-} \
       > "$OUT/hierspec.log" 2>&1; echo "hierspec rc $?"
 fi
-tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d runs bench 2>/dev/null); rm -rf "$OUT/runs" "$OUT/bench"
+tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d runs bench* 2>/dev/null | grep -v '\.log$'); rm -rf "$OUT/runs" "$OUT"/bench "$OUT"/bench_pdl?
 grep -hE "M=[0-9]+:|budget" "$OUT"/tune*.log 2>/dev/null | tail -40
-tail -32 "$OUT/bench.log" 2>/dev/null
 grep -a "│" "$OUT/hierspec.log" 2>/dev/null | tail -6

@@ -3,7 +3,7 @@
 # paths, the kernel profile of a verify and of EAGLE-2's expansion graph, and the CLI's compiled AR against
 # EAGLE-2 (10, 6, 60) at replayed tau 4.53 in one process; the SD loop's host overhead and Eq. (1) from its graphs'
 # replays (benchmarks/bench_sd_loop.py) in LOOP_RUNS separate processes at the 8B shape (step loop) and once at the
-# 70B W4A16 shape (step loop70b). STEPS picks the steps (default: pytest profile run); SD_SET adds overrides to the
+# 70B W4A16 shape (step loop70b; LOOP70_PDL="1 0" runs it with and without PDL, LOOP70_ARGS adds arguments). STEPS picks the steps (default: pytest profile run); SD_SET adds overrides to the
 # CLI run (e.g. engine.compile_scope=layer). Results under $OUT; small wheels travel in .whl/.
 #   STEPS="pytest profile run loop loop70b" bash benchmarks/sd_step_h200.sh
 set -uo pipefail
@@ -35,9 +35,12 @@ if step loop; then
     grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/loop8b_$run/bench_sd_loop.md"
   done
 fi
-if step loop70b; then
-  timeout ${LOOP70_TIMEOUT_S:-400} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop70b" \
-      --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer \
-      --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 ${LOOP70_ARGS:-} > "$OUT/loop70b.log" 2>&1
-  echo "loop (70B) rc $?"; grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/loop70b/bench_sd_loop.md"
+if step loop70b; then  # once per value of LOOP70_PDL (SPECBENCH_PDL: 1 on, 0 off), into loop70b/ or loop70b_pdl<value>/
+  for pdl in ${LOOP70_PDL:-1}; do
+    name=loop70b; [ -n "${LOOP70_PDL:-}" ] && name=loop70b_pdl$pdl
+    SPECBENCH_PDL=$pdl timeout ${LOOP70_TIMEOUT_S:-400} python3 -m benchmarks.bench_sd_loop --out "$OUT/$name" \
+        --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer \
+        --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 ${LOOP70_ARGS:-} > "$OUT/$name.log" 2>&1
+    echo "$name rc $?"; grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/$name/bench_sd_loop.md"
+  done
 fi

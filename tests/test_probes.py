@@ -283,8 +283,11 @@ def test_bench_decode_smoke(tmp_path):
 def test_bench_sd_loop_smoke(tmp_path):
     from benchmarks.bench_sd_loop import main
 
-    result = main(["--smoke", "--out", str(tmp_path)])
+    result = main(["--smoke", "--trace", "--out", str(tmp_path)])
     rows = {r["method"]: r for r in json.loads((tmp_path / "bench_sd_loop.json").read_text())["methods"]}
+    for name, row in rows.items():  # the traced generation is kept; a CPU has no device activity, so no gaps
+        assert (tmp_path / row["gaps"]["trace"]).stat().st_size > 0 and row["gaps"]["trace"] == f"trace_{name}.json.gz"
+        assert row["gaps"]["idle_ms_per_step"] == 0 and row["gaps"]["sites"] == []
     assert set(rows) == {"ar", "ngram", "eagle", "hierspec"} and not any("error" in r for r in rows.values())
     assert rows["ar"]["tau"] == 1.0 and rows["eagle"]["tau"] > 1.5 and rows["hierspec"]["tau"] > 1.5
     for row in rows.values():

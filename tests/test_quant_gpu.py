@@ -59,3 +59,35 @@ def test_compiled_graphed_quantized_forward_matches_the_plain_one(scheme, group,
                             for n in (1, 7, 24)]
     for plain, fast in zip(logits[False], logits[True]):
         assert ((fast - plain).norm() / plain.norm()).item() < tolerance
+
+
+@pytest.mark.parametrize("scheme,group", [("w4a16", 128), ("w4a16", -1), ("w8a8_int8", -1), ("w4a8", -1)])
+def test_chained_triton_linears_replayed_in_a_graph_match_the_reference_chain(scheme, group):
+    """Triton linears each fed by the one before, captured in one CUDA graph: with programmatic dependent launch
+    (``pdl.PDL``) each kernel starts while its producer still runs, so one that read its input or wrote its output
+    before ``gdc_wait`` would not give the reference chain's output."""
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    sizes = (4096, 2048, 4096, 1024, 4096)
+    chain = []
+    for k, n in zip(sizes, sizes[1:]):
+        qw = quantize_rtn(torch.randn(n, k, device="cuda", generator=gen) / k**0.5, get_scheme(scheme), group, True)
+        chain.append((QuantLinear(qw, None, "triton", torch.bfloat16), QuantLinear(qw, None, "reference",
+                                                                                   torch.bfloat16)))
+    for m in (1, 16, 64):
+        x = torch.zeros(m, sizes[0], device="cuda", dtype=torch.bfloat16)
+        graph = torch.cuda.CUDAGraph()
+        y = x
+        for fast, _ in chain:  # warm-up: compiles every kernel before the capture
+            y = fast(y)
+        with torch.cuda.graph(graph):
+            y = x
+            for fast, _ in chain:
+                y = fast(y)
+        for _ in range(3):
+            x.copy_(torch.randn(m, sizes[0], device="cuda", generator=gen, dtype=torch.bfloat16))
+            graph.replay()
+            y_ref = x
+            for _, ref in chain:
+                y_ref = ref(y_ref)
+            err = ((y.float() - y_ref.float()).norm() / y_ref.float().norm()).item()
+            assert err < 2e-2, (scheme, group, m, err)

@@ -6,17 +6,15 @@ each row holds its even inputs then its odd ones (``q[2i]`` at i, ``q[2i + 1]`` 
 gemv reads. One program per row; rows of up to ``ONE_PASS_MAX`` elements are read once and kept in registers,
 longer ones are read twice.
 
-Where Triton and the GPU offer programmatic dependent launch (``PDL``), the kernel lets the GEMM launched after it
-start at once: that GEMM (``int8_kernel``, launched with ``launch_pdl``) streams weights and waits (``gdc_wait``) only
-before it reads the codes (``SPECBENCH_PDL=0`` turns this off). Triton's CPU interpreter (``INTERPRETED``) runs
-neither that nor inline PTX.
+With programmatic dependent launch (``pdl.PDL``) the kernel lets the GEMM launched after it start at once: that
+GEMM (``int8_kernel``) streams weights and waits (``gdc_wait``) only before it reads the codes.
 """
 
 from __future__ import annotations
 
-import os
-
 import torch
+
+from specbench.quantization.pdl import PDL
 
 try:
     import triton
@@ -25,15 +23,8 @@ except ImportError:  # the optional GPU extra; the CPU tests run it through Trit
     triton = None
 
 ONE_PASS_MAX = 32768
-INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
-try:
-    from triton.backends.nvidia.compiler import CUDAOptions
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait  # noqa: F401 - both sides must exist
-
-    PDL = (not INTERPRETED and "launch_pdl" in CUDAOptions.__dataclass_fields__
-           and os.environ.get("SPECBENCH_PDL", "1") != "0")
-except ImportError:  # no Triton, or one without grid dependency control
-    PDL = False
+if PDL:
+    from specbench.quantization.pdl import gdc_launch_dependents
 
 
 if triton is not None:

@@ -27,7 +27,8 @@ from __future__ import annotations
 import torch
 
 from specbench.quantization import splitk
-from specbench.quantization.act_quant_kernel import INTERPRETED, PDL, quantize_per_token
+from specbench.quantization.act_quant_kernel import quantize_per_token
+from specbench.quantization.pdl import INTERPRETED, PDL, launch_options
 from specbench.quantization.splitk import TileConfig
 
 try:
@@ -39,7 +40,7 @@ else:
     from specbench.quantization.splitk import store_tile
 
     if PDL:
-        from triton.language.extra.cuda import gdc_wait
+        from specbench.quantization.pdl import gdc_wait
 
 
 MAX_K = (2**31 - 1) // (127 * 128)  # int32 sums of |x_q| <= 127 times |code| <= 128 (8 bits, or 16 x 4-bit codes)
@@ -226,6 +227,6 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
         GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL,
-        num_warps=cfg.warps, num_stages=cfg.stages, **({"launch_pdl": True} if PDL else {}),
+        num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     return y
