@@ -68,6 +68,8 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 5, fp16, C("dot", 64, 128, split=2, DEQ=6)),  # off + q planes, zero point via sum x
         (128, True, 1, fp16, C("dot", 64, 128, split=2, DEQ=6)),
         (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=6)),
+        (128, False, 1, fp16, C("dot", 64, 128, split=2, DEQ=7)),  # one group per MMA column
+        (256, True, 1, fp16, C("dot", 64, 128, DEQ=7)),  # two K tiles per group, one column
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]

@@ -148,7 +148,7 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])
         cfg = config_cls(**entries[str(bucket)]["config"])
-        if cfg.path == "gemv" and m > 1:  # a one-row entry only serves M = 1
+        if cfg.one_row and m > 1:  # a one-row entry only serves M = 1
             cfg = None
         if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
             cfg = config_cls(**{**cfg.as_dict(), "split": 1})

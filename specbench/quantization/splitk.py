@@ -33,6 +33,11 @@ class TileConfig:
     def as_dict(self) -> dict:
         return asdict(self)
 
+    @property
+    def one_row(self) -> bool:
+        """Whether this config serves M = 1 alone."""
+        return self.path == "gemv"
+
 
 def counters_needed(n: int, m: int, bn: int, bm: int) -> int:
     """Counter slots a split-K launch uses: one per [bm, bn] output tile."""
