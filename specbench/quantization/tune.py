@@ -34,7 +34,7 @@ from specbench.quantization import int8_kernel, kernel_table
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
 from specbench.quantization.int4_kernel import (
-    KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
+    GROUP_COLUMNS, KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
 )
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
@@ -83,8 +83,9 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
     g = k if group == -1 else group
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
-    # keep grids between half a wave and eight waves of 132 SMs
-    return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= 8 * 132]
+    # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7, whose narrow tiles fit 8 per SM)
+    waves = lambda c: 32 if c.DEQ == GROUP_COLUMNS else 8  # noqa: E731
+    return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= waves(c) * 132]
 
 
 def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Config]:
