@@ -232,10 +232,13 @@ if triton is not None:
             acc = tl.zeros((BM, BN), dtype=tl.float32)
         xtot = tl.zeros((BM,), dtype=tl.float32)
         prow = tl.arange(0, BK8)
+        if DEQ >= 4 and not GEMV:  # [BN, BK/8] tiles, the weight as the first operand: BK/8 >= 16 words are whole
+            # blocks of WB, so each K step moves the tile's pointers by BK/8 rows of N words
+            w_tile = w_ptr + _word_offsets(k_begin // 8 + prow, cols, N, WB, True)
         for k0 in range(k_begin, k_begin + k_len, BK):
-            if DEQ >= 4 and not GEMV:  # [BN, BK/8], the weight as the first operand
-                packed = tl.load(w_ptr + _word_offsets(k0 // 8 + prow, cols, N, WB, True),
-                                 mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+            if DEQ >= 4 and not GEMV:
+                packed = tl.load(w_tile, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+                w_tile += BK8 * N
             else:
                 packed = tl.load(w_ptr + _word_offsets(k0 // 8 + prow, cols, N, WB, False),
                                  mask=col_ok[None, :], other=0, eviction_policy="evict_first")
