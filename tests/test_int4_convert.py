@@ -123,7 +123,8 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=6)),
              (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, warps=8, DEQ=6)),
              (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=7)),  # M = 1 alone: one group per column
-             (128, False, KernelConfig("dot", 128, 128, 2, BM=16, stages=4, DEQ=7))]
+             (128, False, KernelConfig("dot", 128, 128, 2, BM=16, stages=4, DEQ=7)),
+             (128, False, KernelConfig("dot", 64, 128, 4, BM=16, stages=5, DEQ=8))]
     for group, sym, cfg in cases:
         qw = quantize_rtn(torch.randn(1024, 4096, device="cuda", generator=gen) * 0.02, get_scheme("w4a16"), group, sym)
         fast, ref = QuantLinear(qw, None, "triton", dtype), QuantLinear(qw, None, "reference", torch.float32)
@@ -149,7 +150,7 @@ def test_plane_path_compiles_for_sm90_and_costs_fewer_instructions_per_weight_th
     planes = main(["--BM", "16", "--BN", "256", "--BK", "128", "--warps", "4", "--deq", "3"])
     gemv = main(["--gemv", "--BN", "16", "--BK", "1024", "--warps", "8", "--stages", "1", "--deq", "0"])
     assert planes < 0.6 * gemv, (planes, gemv)
-    # one group per MMA column (M = 1): no subtraction, scale or zero point in the loop (604 -> 484 on Triton 3.6)
+    # one group per MMA column (M = 1): no subtraction, scale or zero point in the loop (606 -> 462 on Triton 3.6)
     joined = main(["--BM", "16", "--BN", "256", "--BK", "128", "--warps", "4", "--deq", "5"])
     columns = main(["--BM", "16", "--BN", "256", "--BK", "128", "--warps", "4", "--deq", "7"])
     assert columns < 0.85 * joined, (columns, joined)

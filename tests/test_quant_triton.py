@@ -70,6 +70,7 @@ INTERPRETED = textwrap.dedent("""
         (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=6)),
         (128, False, 1, fp16, C("dot", 64, 128, split=2, DEQ=7)),  # one group per MMA column
         (256, True, 1, fp16, C("dot", 64, 128, DEQ=7)),  # two K tiles per group, one column
+        (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]

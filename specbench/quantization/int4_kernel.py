@@ -37,13 +37,15 @@ eight planes back into input order (``_joined``: in registers, each thread keeps
 one ``tl.dot`` with one contiguous x tile: one wait per tile, not one per plane. ``DEQ`` 6 is ``DEQ`` 5 on the
 planes of the exact off + q (``planes`` with ``SUBTRACT=False``: a LOP3 per two values, no subtraction); the zero
 point comes off the float32 product as in ``DEQ`` 2, through the sum of x's tile.
-``DEQ`` 7 (grouped weights, M = 1 alone) takes the zero point and the scale off the loop: of the MMA's BM columns,
-which one row of x would leave empty but one, each holds one group of the program's K range (x's tile goes into
-column c for its c-th group, the other columns zero), so the [BN, BM] accumulator collects each group's sum of
+``DEQ`` 7 and 8 (grouped weights, M = 1 alone) take the zero point and the scale off the loop: of the MMA's BM
+columns, which one row of x would leave empty but one, each holds one group of the program's K range (x's tile goes
+into column c for its c-th group, the other columns zero), so the [BN, BM] accumulator collects each group's sum of
 (off + q) x apart, with no per-tile work on the product and no scale or zero-point loads in the loop; after it, each
 column loses (off + z) times its group's sum of x and takes its scale, and the columns add up to the one row (a
-program's K range must be whole groups, at most BM of them). On sm_90 its K step at BN 256, BM 16 is 484
-instructions, against 604 for ``DEQ`` 5 and 566 for 6 (``tools.int4_sass``).
+program's K range must be whole groups, at most BM of them). 7 subtracts each tile's product from the accumulator
+and waits for it; 8 adds it, which Triton folds into the dot and pipelines across K steps. sm_90 instructions per K
+step (``tools.int4_sass``, Triton 3.6) at BN 128 / 256, BM 16: ``DEQ`` 5 327 / 606, 6 338 / 564, 7 259 / 462,
+8 279 / 475.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ else:
     from specbench.quantization.splitk import store_tile
 
 DTYPES = (torch.bfloat16, torch.float16)
-GROUP_COLUMNS = 7  # the DEQ mode with one group per MMA column (M = 1, grouped weights)
+GROUP_COLUMNS = (7, 8)  # the DEQ modes with one group per MMA column (M = 1, grouped weights)
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,12 @@ class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
     # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
-    # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1)
+    # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
+    # the product added (the wgmma pipelined across K steps)
 
     @property
     def one_row(self) -> bool:
-        return self.path == "gemv" or (self.path == "dot" and self.DEQ == GROUP_COLUMNS)
+        return self.path == "gemv" or (self.path == "dot" and self.DEQ in GROUP_COLUMNS)
 
 
 def block_rows(k: int, group: int) -> int:
@@ -135,9 +138,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
     if cfg.path == "dot" and cfg.DEQ >= 3 and cfg.BK < 128:
         return f"DEQ={cfg.DEQ} multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
-    if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and group == k:
+    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
-    if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and (per_split % group or per_split > cfg.BM * group
+    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (per_split % group or per_split > cfg.BM * group
                                                             or group & (group - 1)):
         return (f"DEQ={cfg.DEQ} keeps each group of a program's K range in its own MMA column: each split of K={k} "
                 f"(split={cfg.split}) must be whole groups of a power-of-two size ({group}), at most BM={cfg.BM} of them")
@@ -245,7 +248,7 @@ if triton is not None:
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
-            elif DEQ != 7:  # GROUP_COLUMNS applies scales and zero points after the loop
+            elif DEQ < 7:  # GROUP_COLUMNS apply scales and zero points after the loop
                 g = k0 // GROUP + tl.arange(0, SG)
                 s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 if HAS_ZEROS:
@@ -272,19 +275,22 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-                OFFSET: tl.constexpr = DEQ == 6 or DEQ == 7
-                if DEQ >= 4 and DEQ != 7:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
+                OFFSET: tl.constexpr = DEQ >= 6
+                if DEQ >= 4 and DEQ < 7:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                     z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
                 zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
                 p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                if DEQ == 7:  # x's one row into column c for the program's c-th group, zeros elsewhere; off + q
+                if DEQ >= 7:  # x's one row into column c for the program's c-th group, zeros elsewhere; off + q
                     col = (k0 - k_begin) // GROUP
                     xt = tl.load(x_ptr + (k0 + tl.arange(0, BK))[None, :] + tl.zeros((BM, 1), tl.int32),
                                  mask=(tl.arange(0, BM) == col)[:, None], other=0.0)
-                    # subtracted: an added product is folded into the dot's accumulator, which Triton then splits
-                    # into one wgmma commit group per 16 inputs (273 instructions per K step at BN 128, not 296)
-                    acc -= tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                    if DEQ == 7:  # subtracted: Triton folds an added product into the dot's accumulator (DEQ 8),
+                        # which it splits into one wgmma group per 16 inputs, pipelined across K steps (more
+                        # instructions, 296 against 273 per K step at BN 128, but no wait for the tile's product)
+                        acc -= tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                    else:
+                        acc += tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
                 elif DEQ >= 5:  # the planes joined back into input order: one dot over the whole tile
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
                     part = tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
@@ -298,7 +304,7 @@ if triton is not None:
                             part = tl.dot(p[j], tl.trans(xj), part)
                         else:
                             part = tl.dot(xj, p[j], part)
-                if DEQ == 7:
+                if DEQ >= 7:
                     pass  # accumulated by the dot
                 elif OFFSET and CHANNEL:
                     acc += part
@@ -331,7 +337,7 @@ if triton is not None:
                             acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
-        elif DEQ == 7:  # column c: -sum (off + q) x over group k_begin / GROUP + c; zero point, scale, then one row
+        elif DEQ >= 7:  # column c: sum (off + q) x over group k_begin / GROUP + c (7: negated); zero point, scale, one row
             c = tl.arange(0, BM)
             c_ok = c < k_len // GROUP
             gofs = (k_begin // GROUP + c)[:, None] * N + cols[None, :]
@@ -344,7 +350,8 @@ if triton is not None:
                          other=0.0)
             xs = tl.sum(xg.to(tl.float32), axis=1)
             off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-            acc = -tl.sum(sg * (tl.trans(acc) + (zg + off) * xs[:, None]), axis=0)[None, :]
+            sums = -tl.trans(acc) if DEQ == 7 else tl.trans(acc)
+            acc = tl.sum(sg * (sums - (zg + off) * xs[:, None]), axis=0)[None, :]
             rows = tl.arange(0, 1)
         elif DEQ >= 4:
             acc = tl.trans(acc)
