@@ -378,9 +378,9 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
               f"({len(timed)} candidates; heuristic {heur_ms and heur_ms * 1e3:.1f} us) {best}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(table, indent=1))
+        out.write_text(json.dumps(table, indent=1) + "\n")
     table["elapsed_s"] = time.monotonic() - t0
-    out.write_text(json.dumps(table, indent=1))
+    out.write_text(json.dumps(table, indent=1) + "\n")
     return table
 
 
