@@ -2,7 +2,9 @@
 # One device call that looks inside the W4A16 kernel: GPU tests of the int4 paths, each table config beside a
 # streaming read of the same bytes (benchmarks/profile_int4.py), a short tune of the DEQ modes in TUNE_DEQ, ncu's
 # speed-of-light, occupancy and stall sections for NCU_SHAPES, and the SASS of SASS_ARGS configs (tools.int4_sass).
+# WAVES sweeps the column tiles of WAVE_SHAPES (profile_int4.py --waves).
 #   STEPS="pytest floor tune ncu sass" bash benchmarks/int4_profile_h200.sh
+#   STEPS=waves WAVE_SHAPES="57344x8192 8192x28672" WAVES="16 448 8" bash benchmarks/int4_profile_h200.sh
 set -uo pipefail
 OUT=${OUT:-bench_out}
 STEPS=${STEPS:-"pytest floor tune ncu sass"}
@@ -16,6 +18,11 @@ if step floor; then
   timeout ${FLOOR_TIMEOUT_S:-150} python3 -m benchmarks.profile_int4 --shapes $SHAPES --ms ${FLOOR_MS:-1 16 64} \
       --out "$OUT/floor" > "$OUT/floor.log" 2>&1; echo "floor rc $?"
   cut -c1-220 "$OUT/floor.log" | grep '^{' 
+fi
+if step waves; then  # WAVES="T0 T1 STEP" column tiles of each of WAVE_SHAPES, at WAVE_MS
+  timeout ${WAVES_TIMEOUT_S:-120} python3 -m benchmarks.profile_int4 --shapes ${WAVE_SHAPES:-57344x8192} \
+      --ms ${WAVE_MS:-1} --waves ${WAVES:-64 448 16} --out "$OUT/waves" > "$OUT/waves.log" 2>&1; echo "waves rc $?"
+  python3 -c "import json; [print(r['shape'], r['M'], r['tiles'], r['programs'], round(r['ms'] * 1e3, 2), round(r['stream_ms'] * 1e3, 2)) for r in json.load(open('$OUT/waves/profile_int4.json'))]"
 fi
 if step tune; then
   budget=${TUNE_BUDGET_S:-150}

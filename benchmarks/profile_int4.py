@@ -3,9 +3,12 @@
 For each [N, K] weight (g128) and M it times the committed table's config (CUDA-graph replays over enough weight
 copies to defeat L2, as ``tune`` does) and a Triton kernel that only reads the same packed bytes (16-byte loads,
 the best of a few tilings): the floor one kernel of that size can reach. ``--ncu`` instead runs each kernel twice
-untimed, for ``ncu --kernel-name w4a16_kernel``.
+untimed, for ``ncu --kernel-name w4a16_kernel``. ``--waves T0 T1 STEP`` times the table's config for each shape on
+narrower copies of its weight, T0 … T1 column tiles in steps of STEP (N = tiles × BN), beside the streaming read of the
+same columns: a staircase in the kernel's time against tiles, where the stream's is a line, is wave quantization.
 
     python -m benchmarks.profile_int4 --shapes 28672x4096 6144x4096 57344x8192 --ms 1 16 64 [--ncu] [--out DIR]
+    python -m benchmarks.profile_int4 --shapes 57344x8192 --ms 1 --waves 64 448 8 --out DIR
 """
 
 from __future__ import annotations
@@ -59,6 +62,31 @@ def stream_floor(n: int, k: int, copies: list[torch.Tensor], replays: int) -> tu
     return best
 
 
+def wave_sweep(n: int, k: int, group: int, m: int, tiles: range, replays: int) -> list[dict]:
+    """The table config of [n, k] at M = ``m``, timed on [tiles × BN, k] weights, beside a streaming read of them."""
+    cfg, source = kernel_table.choose("h200", n, k, group, m)
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    out = torch.zeros(n, dtype=torch.int32, device="cuda")
+    rows = []
+    for t in tiles:
+        nt = t * cfg.BN
+        if nt > n:
+            break
+        nbytes = nt * k // 2 + nt * k // group * 2
+        copies = [random_weight(nt, k, group, "cuda", s) for s in range(max(2, -(-L2_DEFEAT_BYTES // nbytes)))]
+        counters = torch.zeros(counters_needed(nt, m, cfg) + 1, dtype=torch.int32, device="cuda")
+        run = lambda w: launch(x, *w, None, counters, group, cfg)  # noqa: E731
+        ms = time_config(run, copies, replays)
+        grid = (nt // 128, 4)  # the stream read at one fixed tiling: BN 128, four K slabs, 16 rows per load
+        read = lambda w: _stream_kernel[grid](w, out, k // 32, nt, BR=16, BN=128, num_warps=4)  # noqa: E731
+        stream_ms = time_config(read, [w for w, _ in copies], replays)
+        rows.append({"shape": f"{n}x{k}", "kernel": "w4a16", "M": m, "tiles": t, "programs": t * cfg.split, "N": nt,
+                     "ms": ms, "stream_ms": stream_ms, "GBps": nbytes / ms / 1e6, "config": cfg.as_dict(),
+                     "source": source})
+        print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", nargs="+", default=["28672x4096", "6144x4096", "57344x8192"])
@@ -67,11 +95,18 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--replays", type=int, default=30)
     p.add_argument("--ncu", action="store_true", help="run each kernel twice untimed (profile with ncu)")
     p.add_argument("--no-floor", action="store_true")
+    p.add_argument("--waves", nargs=3, type=int, metavar=("T0", "T1", "STEP"),
+                   help="time the table config on T0 … T1 column tiles (step STEP) of each shape, per M")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     rows = []
     for shape in args.shapes:
         n, k = map(int, shape.split("x"))
+        if args.waves:
+            for m in args.ms:
+                t0, t1, step = args.waves
+                rows += wave_sweep(n, k, args.group, m, range(t0, t1 + 1, step), args.replays)
+            continue
         nbytes = n * k // 2 + n * k // args.group * 2
         copies = [random_weight(n, k, args.group, "cuda", s) for s in range(max(2, -(-L2_DEFEAT_BYTES // nbytes)))]
         if not args.ncu and not args.no_floor:
