@@ -71,6 +71,9 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 1, fp16, C("dot", 64, 128, split=2, DEQ=7)),  # one group per MMA column
         (256, True, 1, fp16, C("dot", 64, 128, DEQ=7)),  # two K tiles per group, one column
         (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
+        (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7)),  # uneven splits: 1, 1 and 2 groups
+        (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5)),  # 1, 1 and 2 K tiles
+        (64, False, 1, bf16, C("gemv", 16, 128, split=3)),
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]
@@ -121,7 +124,10 @@ def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
 
 def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "multiple of 8" in check_shape(64, 100, 100, KernelConfig("gemv", 32, 128))
-    assert "split into 3 parts" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
+    assert "fewer than split=9" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=9))
+    assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3)) is None  # 3, 3 and 2 K tiles
+    assert "at most BM=16" in check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=3, DEQ=7))  # 22 groups
+    assert check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=7, DEQ=7)) is None  # 9 or 10 groups
     assert "must divide one another" in check_shape(64, 1536, 384, KernelConfig("dot", 32, 256))
     assert "block of 128 inputs" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64))
     assert "multiple of 128 (the packing's block" in check_shape(64, 960, 960, KernelConfig("dot", 32, 64))

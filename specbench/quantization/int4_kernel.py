@@ -129,9 +129,11 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"in_features {k} must be a multiple of {p} (the packing's block of inputs)"
     if cfg.BK % p:
         return f"BK={cfg.BK} must be a multiple of the packing's block of {p} inputs"
-    per_split = k // cfg.split if k % cfg.split == 0 else 0
-    if per_split == 0 or per_split % cfg.BK:
-        return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
+    if k % cfg.BK:
+        return f"in_features {k} must be a multiple of BK={cfg.BK}"
+    unit = group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group > cfg.BK else cfg.BK
+    if cfg.split > k // unit:
+        return f"in_features {k} has {k // unit} K steps of {unit}, fewer than split={cfg.split}"
     if group != k and group % cfg.BK and cfg.BK % group:
         return f"group size {group} and BK={cfg.BK} must divide one another"
     if cfg.path == "dot" and cfg.DEQ >= 2 and group != k and cfg.BK > group:
@@ -140,7 +142,7 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
     if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
-    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (per_split % group or per_split > cfg.BM * group
+    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
                                                             or group & (group - 1)):
         return (f"DEQ={cfg.DEQ} keeps each group of a program's K range in its own MMA column: each split of K={k} "
                 f"(split={cfg.split}) must be whole groups of a power-of-two size ({group}), at most BM={cfg.BM} of them")
@@ -213,9 +215,13 @@ if triton is not None:
         col_ok = cols < N
         rows = pid_m * BM + tl.arange(0, BM)
         row_ok = rows < M
+        # split k: program pid_k takes units [pid_k U / split, (pid_k + 1) U / split) of K's U units (whole groups
+        # for DEQ 7/8, BK tiles otherwise), so any split up to U runs and the grid can fill whole waves
+        UNIT: tl.constexpr = GROUP if DEQ >= 7 and not GEMV and GROUP > BK else BK
         split = tl.num_programs(2)
-        k_len = K // split
-        k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: every split is a multiple of BK
+        units = K // UNIT
+        k_begin = tl.multiple_of(pid_k * units // split * UNIT, BK)
+        k_len = (pid_k + 1) * units // split * UNIT - k_begin
         BK8: tl.constexpr = BK // 8
         # groups a BK tile spans (SG) and, per group, its rows of the tile (GK)
         SG: tl.constexpr = 1 if CHANNEL else (BK // GROUP if BK >= GROUP else 1)

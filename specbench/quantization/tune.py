@@ -45,6 +45,7 @@ BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has t
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
 SPLITS = (1, 2, 4, 8, 16)
+W4_SPLITS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # the w4a16 kernel also splits K unevenly: grids of whole waves
 KERNEL_SCHEMES = ("w4a16", "w8a8_int8", "w4a8")
 
 
@@ -65,9 +66,9 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
     out = [kernel_table.heuristic(n, k, group, m), *also]
     if m == 1:
         grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
-        out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
+        out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in W4_SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    splits = [s for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    splits = [s for s in W4_SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
     if m > 1:
         grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1, 2))
         out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
