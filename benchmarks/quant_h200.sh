@@ -7,7 +7,8 @@
 # tune and the benchmark; TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the
 # int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
-# BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
+# BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; step tables
+# benchmarks each kernel table of BENCH_TABLES (w4a16, triton) in its own process, BENCH_ROUNDS rounds in turn; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
 #   STEPS="pytest tune bench" TUNE_DEQ="3 4" TUNE_BUCKETS="64 16 1" TUNE_MODELS=llama-3-70b TUNE_BUDGET_S=280 \
 #       BENCH_SCHEMES=w4a16 bash benchmarks/quant_h200.sh
@@ -45,12 +46,26 @@ if step bench; then  # once per value of BENCH_PDL (SPECBENCH_PDL: 1 on, 0 off),
     tail -32 "$OUT/$name.log"
   done
 fi
+if step tables; then  # each of BENCH_TABLES as the kernel table in its own process, in turn, BENCH_ROUNDS times
+  cp "$TABLE" "$OUT/table_before.json"
+  for round in $(seq ${BENCH_ROUNDS:-2}); do
+    for t in $BENCH_TABLES; do
+      name=bench_$(basename "$t" .json)_$round
+      cp "$t" "$TABLE"
+      timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/$name" \
+          --models ${BENCH_MODELS:-llama-3-70b} --backends triton --schemes w4a16 --ms ${BENCH_MS:-1 16 64} \
+          --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) > "$OUT/$name.log" 2>&1
+      echo "$name: $(sed -n '/w4a16 g128 x triton/,$p' "$OUT/$name.log" | grep -E 'M=[0-9]+: stack' | awk '{print $4, $5, $7}' | xargs)"
+    done
+  done
+  cp "$OUT/table_before.json" "$TABLE"
+fi
 if step hierspec; then
   timeout ${HIERSPEC_TIMEOUT_S:-110} python3 -m specbench -m +experiment=hierspec_70b dataset=synthetic \
       dataset.synthetic_questions=1 dataset.max_new_tokens=128 timing.warmup=1 \
       experiment/method=${HIERSPEC_METHODS:-l3_70b_ar,l3_70b_hierspec} output.root="$OUT/runs" ${HIERSPEC_SET:-} \
       > "$OUT/hierspec.log" 2>&1; echo "hierspec rc $?"
 fi
-tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d runs bench* 2>/dev/null | grep -v '\.log$'); rm -rf "$OUT/runs" "$OUT"/bench "$OUT"/bench_pdl?
+tar czf "$OUT/runs.tgz" -C "$OUT" $(cd "$OUT" && ls -d runs bench* 2>/dev/null | grep -v '\.log$'); rm -rf "$OUT/runs" "$OUT"/bench "$OUT"/bench_*/
 grep -hE "M=[0-9]+:|budget" "$OUT"/tune*.log 2>/dev/null | tail -40
 grep -a "│" "$OUT/hierspec.log" 2>/dev/null | tail -6

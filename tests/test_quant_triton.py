@@ -226,6 +226,18 @@ def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry(
         assert all(check_shape(8192, 8192, 128, c) is None for c in cands)
     assert candidates(8192, 8192, 128, 1, (entry,))[1] == entry
     assert {c.BN for c in candidates(8192, 28672, 128, 1) if c.DEQ == 3} >= {128, 256}
+    assert any(c.split in (3, 5, 6, 7) and c.DEQ == 7 for c in candidates(57344, 8192, 128, 1))  # uneven splits
+
+
+def test_tune_final_round_picks_the_fastest_on_fresh_timings_not_the_luckiest(monkeypatch):
+    from specbench.quantization import tune
+
+    speed = {"lucky": 3.0, "fast": 1.0, "middle": 2.0, "slow": 9.0}
+    timed_again = []
+    monkeypatch.setattr(tune, "time_config", lambda run, weights, replays: timed_again.append(run()) or speed[run()])
+    first = [(0.5, "lucky"), (0.9, "fast"), (0.7, "middle"), (5.0, "slow")]
+    assert tune.final_round(first, lambda cfg: (lambda: cfg), [], 5, finalists=3, rounds=2) == (1.0, "fast")
+    assert timed_again == ["lucky", "middle", "fast"] * 2  # the finalists only, in turn
 
 
 def test_the_packing_gives_each_nibble_plane_consecutive_inputs():
