@@ -33,7 +33,7 @@ def compile_sm90(args) -> bytes:
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
     const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=True,
                  GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
-                 WB=16)
+                 WB=16, EVEN_K=not args.uneven)
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
     src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("BM", 16), ("BN", 256), ("BK", 128), ("warps", 4), ("stages", 3), ("deq", 3)):
         parser.add_argument(f"--{name}", type=int, default=default)
-    for flag in ("gemv", "channel", "zeros", "fp16"):
+    for flag in ("gemv", "channel", "zeros", "fp16", "uneven"):  # uneven: split K ranges of unequal length
         parser.add_argument(f"--{flag}", action="store_true")
     parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)

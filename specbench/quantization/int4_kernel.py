@@ -209,19 +209,22 @@ if triton is not None:
                      WB: tl.constexpr,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
-                     P: tl.constexpr, ASM: tl.constexpr):
+                     P: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr):
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
         rows = pid_m * BM + tl.arange(0, BM)
         row_ok = rows < M
-        # split k: program pid_k takes units [pid_k U / split, (pid_k + 1) U / split) of K's U units (whole groups
-        # for DEQ 7/8, BK tiles otherwise), so any split up to U runs and the grid can fill whole waves
-        UNIT: tl.constexpr = GROUP if DEQ >= 7 and not GEMV and GROUP > BK else BK
         split = tl.num_programs(2)
-        units = K // UNIT
-        k_begin = tl.multiple_of(pid_k * units // split * UNIT, BK)
-        k_len = (pid_k + 1) * units // split * UNIT - k_begin
+        if EVEN_K:  # check_shape: every split is a multiple of BK
+            k_len = K // split
+            k_begin = tl.multiple_of(pid_k * k_len, BK)
+        else:  # program pid_k takes units [pid_k U / split, (pid_k + 1) U / split) of K's U units (whole groups
+            # for DEQ 7/8, BK tiles otherwise), so any split up to U runs and the grid can fill whole waves
+            UNIT: tl.constexpr = GROUP if DEQ >= 7 and not GEMV and GROUP > BK else BK
+            units = K // UNIT
+            k_begin = tl.multiple_of(pid_k * units // split * UNIT, BK)
+            k_len = (pid_k + 1) * units // split * UNIT - k_begin
         BK8: tl.constexpr = BK // 8
         # groups a BK tile spans (SG) and, per group, its rows of the tile (GK)
         SG: tl.constexpr = 1 if CHANNEL else (BK // GROUP if BK >= GROUP else 1)
@@ -387,13 +390,15 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         return torch.empty(m, n, dtype=x.dtype, device=x.device)
     y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
+    unit = group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS else cfg.BK
+    even_k = k % (cfg.split * cfg.BK) == 0 and (k // cfg.split) % unit == 0  # the splits' K ranges all equal
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
-        ASM=x.is_cuda,
+        ASM=x.is_cuda, EVEN_K=even_k,
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y
