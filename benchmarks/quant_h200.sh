@@ -55,7 +55,7 @@ if step tables; then  # each of BENCH_TABLES as the kernel table in its own proc
       timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/$name" \
           --models ${BENCH_MODELS:-llama-3-70b} --backends triton --schemes w4a16 --ms ${BENCH_MS:-1 16 64} \
           --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) > "$OUT/$name.log" 2>&1
-      echo "$name: $(sed -n '/w4a16 g128 x triton/,$p' "$OUT/$name.log" | grep -E 'M=[0-9]+: stack' | awk '{print $4, $5, $7}' | xargs)"
+      python3 -c "import json, sys; [print(sys.argv[2], r['model'], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 1) for k, v in r['per_shape_ms'].items()}) for r in json.load(open(sys.argv[1]))['rows'] if r['backend'] == 'triton']" "$OUT/$name/quant_linear.json" "$name"
     done
   done
   cp "$OUT/table_before.json" "$TABLE"

@@ -71,9 +71,10 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 1, fp16, C("dot", 64, 128, split=2, DEQ=7)),  # one group per MMA column
         (256, True, 1, fp16, C("dot", 64, 128, DEQ=7)),  # two K tiles per group, one column
         (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
-        (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7)),  # uneven splits: 1, 1 and 2 groups
-        (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5)),  # 1, 1 and 2 K tiles
-        (64, False, 1, bf16, C("gemv", 16, 128, split=3)),
+        (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7, uneven=True)),  # uneven splits: 1, 1 and 2 groups
+        (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True)),  # 1, 1 and 2 K tiles
+        (64, False, 1, bf16, C("gemv", 16, 128, split=3, uneven=True)),
+        (128, True, 3, fp16, C("dot", 64, 128, split=2, DEQ=6, uneven=True)),  # equal splits, per-program ranges
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]
@@ -124,10 +125,12 @@ def test_kernel_and_checkpoint_layouts_match_reference_in_the_interpreter():
 
 def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "multiple of 8" in check_shape(64, 100, 100, KernelConfig("gemv", 32, 128))
-    assert "fewer than split=9" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=9))
-    assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3)) is None  # 3, 3 and 2 K tiles
-    assert "at most BM=16" in check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=3, DEQ=7))  # 22 groups
-    assert check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=7, DEQ=7)) is None  # 9 or 10 groups
+    assert "fewer than split=9" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=9, uneven=True))
+    assert "3 equal ranges; uneven=True" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3))
+    assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=3, uneven=True)) is None  # 3, 3 and 2 tiles
+    uneven_cols = KernelConfig("dot", 64, 128, split=3, DEQ=7, uneven=True)
+    assert "at most BM=16" in check_shape(64, 8192, 128, uneven_cols)  # 22 groups
+    assert check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=7, DEQ=7, uneven=True)) is None  # 9 or 10
     assert "must divide one another" in check_shape(64, 1536, 384, KernelConfig("dot", 32, 256))
     assert "block of 128 inputs" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64))
     assert "multiple of 128 (the packing's block" in check_shape(64, 960, 960, KernelConfig("dot", 32, 64))
@@ -226,7 +229,9 @@ def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry(
         assert all(check_shape(8192, 8192, 128, c) is None for c in cands)
     assert candidates(8192, 8192, 128, 1, (entry,))[1] == entry
     assert {c.BN for c in candidates(8192, 28672, 128, 1) if c.DEQ == 3} >= {128, 256}
-    assert any(c.split in (3, 5, 6, 7) and c.DEQ == 7 for c in candidates(57344, 8192, 128, 1))  # uneven splits
+    gate_up = candidates(57344, 8192, 128, 1)
+    assert any(c.split in (3, 5, 6, 7) and c.DEQ == 7 and c.uneven for c in gate_up)  # uneven splits
+    assert {c.uneven for c in gate_up if c.split == 4 and c.DEQ == 7} == {False, True}  # both codes for equal ones
 
 
 def test_tune_final_round_picks_the_fastest_on_fresh_timings_not_the_luckiest(monkeypatch):

@@ -78,6 +78,8 @@ class KernelConfig(TileConfig):
     # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
     # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
     # the product added (the wgmma pipelined across K steps)
+    uneven: bool = False  # K ranges computed per program, any split up to K's units; False: equal ranges (faster for
+    # some configs, slower for others: each table entry records the code it was timed with)
 
     @property
     def one_row(self) -> bool:
@@ -134,6 +136,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     unit = group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group > cfg.BK else cfg.BK
     if cfg.split > k // unit:
         return f"in_features {k} has {k // unit} K steps of {unit}, fewer than split={cfg.split}"
+    if not cfg.uneven and (k // unit) % cfg.split:
+        return (f"in_features {k} (K steps of {unit}) does not split into {cfg.split} equal ranges; uneven=True "
+                "gives each program its own range")
     if group != k and group % cfg.BK and cfg.BK % group:
         return f"group size {group} and BK={cfg.BK} must divide one another"
     if cfg.path == "dot" and cfg.DEQ >= 2 and group != k and cfg.BK > group:
@@ -216,7 +221,7 @@ if triton is not None:
         rows = pid_m * BM + tl.arange(0, BM)
         row_ok = rows < M
         split = tl.num_programs(2)
-        if EVEN_K:  # check_shape: every split is a multiple of BK
+        if EVEN_K:  # check_shape: equal splits of whole units
             k_len = K // split
             k_begin = tl.multiple_of(pid_k * k_len, BK)
         else:  # program pid_k takes units [pid_k U / split, (pid_k + 1) U / split) of K's U units (whole groups
@@ -390,15 +395,13 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         return torch.empty(m, n, dtype=x.dtype, device=x.device)
     y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
-    unit = group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS else cfg.BK
-    even_k = k % (cfg.split * cfg.BK) == 0 and (k // cfg.split) % unit == 0  # the splits' K ranges all equal
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
-        ASM=x.is_cuda, EVEN_K=even_k,
+        ASM=x.is_cuda, EVEN_K=not cfg.uneven,
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

@@ -83,6 +83,8 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
             if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in GROUP_COLUMNS)
             and (d not in GROUP_COLUMNS or m == 1)]
     g = k if group == -1 else group
+    out[1 + len(also):] = [replace(c, uneven=u) for c in out[1 + len(also):] for u in (False, True)]  # equal K
+    # ranges, or each program's own (the heuristic's config and ``also`` stay as they are, first)
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
     # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7 and 8, whose narrow tiles fit up to 7 per SM)

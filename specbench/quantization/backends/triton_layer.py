@@ -29,5 +29,5 @@ class TritonLayer(nn.Module):
             if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
                 raise ValueError(f"config {cfg} has blocks under 16")
             d = cfg.as_dict()
-            self._chosen[m] = ([PATHS.index(d.pop("path")), *d.values()], source)
+            self._chosen[m] = ([PATHS.index(d.pop("path")), *map(int, d.values())], source)
         return self._chosen[m]
