@@ -83,6 +83,8 @@ INTERPRETED = textwrap.dedent("""
         ("w4a8 g128", 1, C("gemv", 16, 64, split=2)), ("w4a8 g128", 1, None), ("w4a8 g128", 3, C("dot", 32, 128)),
         ("w4a8 g128", 17, C("dot", 16, 64, split=4, BM=32)),
         ("w4a8 g64 float", 1, C("gemv", 64, 32, split=2)), ("w4a8 g64 float", 17, C("dot", 16, 64, split=2)),
+        ("w8a8", 3, C("dot", 32, 64, split=3, uneven=True)), ("w4a8 g128", 1, C("gemv", 16, 64, split=3, uneven=True)),
+        ("w4a8 ch", 17, C("dot", 16, 64, split=2, BM=32, uneven=True)),  # uneven K ranges; equal on their code
     ]
     for name, m, cfg in cases:
         qw = weights[name]
@@ -145,7 +147,9 @@ def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpr
 
 def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert "must be even" in check_shape(64, 511, 511, 4, A8Config("gemv", 32, 64))
-    assert "split into 3 parts" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=3))
+    assert "3 equal ranges; uneven=True" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=3))
+    assert check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=3, uneven=True)) is None
+    assert "fewer than split=9" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=9, uneven=True))
     assert "must divide the group size 128" in check_shape(64, 1024, 128, 4, A8Config("gemv", 32, 256))
     assert "BK >= 32" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 16))
     assert "BK >= 64 (4 bits: two dots" in check_shape(64, 1024, 1024, 4, A8Config("dot", 32, 32))
@@ -154,7 +158,7 @@ def test_shapes_the_kernels_cannot_run_name_the_constraint():
     triton = BACKENDS["triton"]
     assert "fp8" not in triton.schemes and {"w4a16", "w8a8_int8", "w4a8"} <= set(triton.schemes)
     odd = QuantizedWeight(get_scheme("w4a8"), torch.zeros(64, 100, dtype=torch.int8), torch.ones(64, 1), 100)
-    assert "multiples of BK" in triton.limits(odd, torch.bfloat16)
+    assert "multiple of 32, the unit its split takes whole" in triton.limits(odd, torch.bfloat16)
     assert "bf16/fp16/fp32" in triton.limits(quantize_rtn(torch.randn(64, 256), get_scheme("w8a8_int8")), torch.int8)
 
 

@@ -33,7 +33,7 @@ def compile_sm90(args) -> bytes:
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
     const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=True,
                  GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
-                 WB=16, EVEN_K=not args.uneven)
+                 WB=16, UNIT=args.BK, UNEVEN=args.uneven)
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
     src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,

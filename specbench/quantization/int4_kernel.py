@@ -65,7 +65,7 @@ try:
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 else:
-    from specbench.quantization.splitk import store_tile
+    from specbench.quantization.splitk import k_range, store_tile
 
 DTYPES = (torch.bfloat16, torch.float16)
 GROUP_COLUMNS = (7, 8)  # the DEQ modes with one group per MMA column (M = 1, grouped weights)
@@ -78,8 +78,6 @@ class KernelConfig(TileConfig):
     # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
     # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
     # the product added (the wgmma pipelined across K steps)
-    uneven: bool = False  # K ranges computed per program, any split up to K's units; False: equal ranges (faster for
-    # some configs, slower for others: each table entry records the code it was timed with)
 
     @property
     def one_row(self) -> bool:
@@ -119,6 +117,11 @@ def unblocked(packed: torch.Tensor) -> torch.Tensor:
     return packed.permute(0, 2, 1).reshape(-1, packed.shape[1])
 
 
+def k_unit(group: int, cfg: KernelConfig) -> int:
+    """The inputs of one unit of K's split: a group where ``DEQ`` 7/8 keep groups in MMA columns, else BK."""
+    return group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group > cfg.BK else cfg.BK
+
+
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     """Why ``cfg`` cannot run an [N, K] weight with this group size (a constraint named), or None."""
     if k % group:
@@ -133,12 +136,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"BK={cfg.BK} must be a multiple of the packing's block of {p} inputs"
     if k % cfg.BK:
         return f"in_features {k} must be a multiple of BK={cfg.BK}"
-    unit = group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group > cfg.BK else cfg.BK
-    if cfg.split > k // unit:
-        return f"in_features {k} has {k // unit} K steps of {unit}, fewer than split={cfg.split}"
-    if not cfg.uneven and (k // unit) % cfg.split:
-        return (f"in_features {k} (K steps of {unit}) does not split into {cfg.split} equal ranges; uneven=True "
-                "gives each program its own range")
+    reason = splitk.check_split(k, k_unit(group, cfg), cfg)
+    if reason:
+        return reason
     if group != k and group % cfg.BK and cfg.BK % group:
         return f"group size {group} and BK={cfg.BK} must divide one another"
     if cfg.path == "dot" and cfg.DEQ >= 2 and group != k and cfg.BK > group:
@@ -214,22 +214,13 @@ if triton is not None:
                      WB: tl.constexpr,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
-                     P: tl.constexpr, ASM: tl.constexpr, EVEN_K: tl.constexpr):
-        pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+                     P: tl.constexpr, ASM: tl.constexpr, UNIT: tl.constexpr, UNEVEN: tl.constexpr):
+        pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
         rows = pid_m * BM + tl.arange(0, BM)
         row_ok = rows < M
-        split = tl.num_programs(2)
-        if EVEN_K:  # check_shape: equal splits of whole units
-            k_len = K // split
-            k_begin = tl.multiple_of(pid_k * k_len, BK)
-        else:  # program pid_k takes units [pid_k U / split, (pid_k + 1) U / split) of K's U units (whole groups
-            # for DEQ 7/8, BK tiles otherwise), so any split up to U runs and the grid can fill whole waves
-            UNIT: tl.constexpr = GROUP if DEQ >= 7 and not GEMV and GROUP > BK else BK
-            units = K // UNIT
-            k_begin = tl.multiple_of(pid_k * units // split * UNIT, BK)
-            k_len = (pid_k + 1) * units // split * UNIT - k_begin
+        k_begin, k_len = k_range(K, UNIT, BK, UNEVEN)
         BK8: tl.constexpr = BK // 8
         # groups a BK tile spans (SG) and, per group, its rows of the tile (GK)
         SG: tl.constexpr = 1 if CHANNEL else (BK // GROUP if BK >= GROUP else 1)
@@ -401,7 +392,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
-        ASM=x.is_cuda, EVEN_K=not cfg.uneven,
+        ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

@@ -17,7 +17,7 @@ accumulator. Two paths (``A8Config.path``):
 - ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
   (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
   the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
-Both split K with ``splitk.store_tile``. Inline PTX (``dp4a``, the nibble moves) has a byte-wise fallback for
+Both split K (``splitk``: equal ranges, or ``uneven`` ones) with ``splitk.store_tile``. Inline PTX (``dp4a``, the nibble moves) has a byte-wise fallback for
 Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``) the kernel is launched while the
 activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
 """
@@ -37,7 +37,7 @@ try:
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 else:
-    from specbench.quantization.splitk import store_tile
+    from specbench.quantization.splitk import k_range, store_tile
 
     if PDL:
         from specbench.quantization.pdl import gdc_wait
@@ -60,9 +60,9 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
         return f"in_features {k} is too large for exact int32 sums of int8 products (at most {MAX_K})"
     if any(b & (b - 1) for b in (cfg.BN, cfg.BK, cfg.BM)):
         return f"BN={cfg.BN}, BK={cfg.BK} and BM={cfg.BM} must be powers of two"
-    per_split = k // cfg.split if k % cfg.split == 0 else 0
-    if per_split == 0 or per_split % cfg.BK:
-        return f"in_features {k} must split into {cfg.split} parts that are multiples of BK={cfg.BK}"
+    reason = splitk.check_split(k, cfg.BK, cfg)
+    if reason:
+        return reason
     if group != k and group % cfg.BK:
         return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK * bits < 256):
@@ -134,14 +134,13 @@ if triton is not None:
     def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
                   BITS: tl.constexpr, GROUP: tl.constexpr, CHANNEL: tl.constexpr, SPLIT_K: tl.constexpr,
                   GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr,
-                  PDL: tl.constexpr):
-        pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+                  PDL: tl.constexpr, UNEVEN: tl.constexpr):
+        pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
         rows = pid_m * BM + tl.arange(0, BM)
         row_ok = rows < M
-        k_len = K // tl.num_programs(2)
-        k_begin = tl.multiple_of(pid_k * k_len, BK)  # check_shape: each split is whole BK tiles
+        k_begin, k_len = k_range(K, BK, BK, UNEVEN)  # check_shape: whole BK tiles
         k_end = k_begin + k_len
         if PDL and not GEMV:  # launched while the activation-quant kernel may still run: wait for its codes
             gdc_wait()
@@ -226,7 +225,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
-        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL,
+        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     return y

@@ -1,4 +1,9 @@
-"""Split-K output tiles for specbench's Triton kernels, with no zeroing kernel.
+"""Split-K for specbench's Triton kernels: each program's K range, and output tiles with no zeroing kernel.
+
+K is U units long (BK tiles, or whole groups where a kernel keeps groups apart). With ``uneven`` program p of
+``split`` takes units [pU/split, (p+1)U/split), so any split up to U runs and a grid can fill whole waves; without
+it the split divides U and every range is K/split. The two compile differently, and neither is faster for every
+config, so the choice is part of the config (``tune`` times both).
 
 Each of the ``split`` programs of an output tile writes its float32 partial sum to a workspace [split, M, N] and
 bumps the tile's int32 counter; the last one to arrive sums the partials, writes ``y`` and resets the counter to
@@ -29,6 +34,7 @@ class TileConfig:
     BM: int = 16  # dot path only
     warps: int = 4
     stages: int = 2
+    uneven: bool = False  # each program computes its own K range (any split up to K's units); else equal ranges
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -37,6 +43,18 @@ class TileConfig:
     def one_row(self) -> bool:
         """Whether this config serves M = 1 alone."""
         return self.path == "gemv"
+
+
+def check_split(k: int, unit: int, cfg: TileConfig) -> str | None:
+    """Why ``cfg`` cannot split K = ``k`` in units of ``unit`` inputs, or None."""
+    if k % unit:
+        return f"in_features {k} must be a multiple of {unit}, the unit its split takes whole (BK={cfg.BK} or a group)"
+    if cfg.split > k // unit:
+        return f"in_features {k} has {k // unit} K units of {unit}, fewer than split={cfg.split}"
+    if not cfg.uneven and (k // unit) % cfg.split:
+        return (f"in_features {k} ({k // unit} K units of {unit}) does not split into {cfg.split} equal ranges; "
+                "uneven=True gives each program its own range")
+    return None
 
 
 def counters_needed(n: int, m: int, bn: int, bm: int) -> int:
@@ -56,6 +74,18 @@ def outputs(m: int, n: int, dtype: torch.dtype, device, split: int, bn: int, bm:
 
 
 if triton is not None:
+
+    @triton.jit
+    def k_range(K, UNIT: tl.constexpr, BK: tl.constexpr, UNEVEN: tl.constexpr):
+        """(first input, inputs) of this program's K range (``check_split``)."""
+        pid_k, split = tl.program_id(2), tl.num_programs(2)
+        if UNEVEN:
+            units = K // UNIT
+            k_begin = tl.multiple_of(pid_k * units // split * UNIT, BK)
+            return k_begin, (pid_k + 1) * units // split * UNIT - k_begin
+        else:
+            k_len = K // split
+            return tl.multiple_of(pid_k * k_len, BK), k_len
 
     @triton.jit
     def store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K: tl.constexpr):

@@ -45,8 +45,7 @@ MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instr
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
-SPLITS = (1, 2, 4, 8, 16)
-W4_SPLITS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # the w4a16 kernel also splits K unevenly: grids of whole waves
+SPLITS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # uneven ones too (``splitk``): grids of whole waves
 KERNEL_SCHEMES = ("w4a16", "w8a8_int8", "w4a8")
 
 
@@ -62,14 +61,20 @@ def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
     return shapes, c.num_hidden_layers
 
 
+def both_k_ranges(configs: list) -> list:
+    """Each config with equal K ranges and with each program's own (``splitk``): they compile differently, and
+    neither is faster for every config. Where the split does not divide K only the second runs."""
+    return [replace(c, uneven=u) for c in configs for u in (False, True)]
+
+
 def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...] = ()) -> list[KernelConfig]:
     """Configs worth timing for this shape and M (the heuristic's first, then ``also``), each one that fits."""
     out = [kernel_table.heuristic(n, k, group, m), *also]
     if m == 1:
         grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
-        out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in W4_SPLITS]
+        out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    splits = [s for s in W4_SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    splits = [s for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
     if m > 1:
         grid = itertools.product(bms, (64, 128), (64, 128), (3,), (0, 1, 2))
         out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=4, stages=st, DEQ=d)
@@ -83,8 +88,7 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
             if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in GROUP_COLUMNS)
             and (d not in GROUP_COLUMNS or m == 1)]
     g = k if group == -1 else group
-    out[1 + len(also):] = [replace(c, uneven=u) for c in out[1 + len(also):] for u in (False, True)]  # equal K
-    # ranges, or each program's own (the heuristic's config and ``also`` stay as they are, first)
+    out[1 + len(also):] = both_k_ranges(out[1 + len(also):])
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
     # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7 and 8, whose narrow tiles fit up to 7 per SM)
@@ -105,6 +109,7 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
     grid = itertools.product(bms, (64, 128), bks, (3, 4))
     out += [A8Config("dot", bn, bk, s, BM=bm, warps=4, stages=st)
             for bm, bn, bk, st in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    out[1:] = both_k_ranges(out[1:])
     fitting = [c for c in dict.fromkeys(out) if int8_kernel.check_shape(n, k, group, bits, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
     # gemv: at most 32 weight words per thread (two tiles in flight and the accumulator must stay in registers)
