@@ -44,7 +44,9 @@ def test_kernel_matches_reference_on_the_shipped_shapes(scheme, group, k, n):
 
 @pytest.mark.parametrize("scheme,group", VARIANTS)
 @pytest.mark.parametrize("cfg", [A8Config("gemv", 32, 128, split=4), A8Config("gemv", 128, 128, split=2, warps=8),
-                                 A8Config("dot", 64, 128, split=4, stages=4), A8Config("dot", 128, 64, split=1)])
+                                 A8Config("dot", 64, 128, split=4, stages=4), A8Config("dot", 128, 64, split=1),
+                                 A8Config("gemv", 64, 128, split=3, uneven=True),  # 10 or 11 K tiles each
+                                 A8Config("dot", 64, 128, split=5, uneven=True)])
 def test_both_one_row_paths_and_graph_replays(scheme, group, cfg):
     fast, ref = layers(scheme, group, 4096, 1024)
     d = cfg.as_dict()
