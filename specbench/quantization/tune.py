@@ -4,8 +4,8 @@
         [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
-Llama-3-8B/70B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph replays over
-enough weight copies to defeat L2 (median of ``--replays``; the int8-activation kernels on pre-quantized
+Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
+replays over enough weight copies to defeat L2 (median of ``--replays``; the int8-activation kernels on pre-quantized
 activations, since the activation-quant kernel is the same for every candidate); the fastest goes into
 ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what it
 gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int8 activations, the per-token
@@ -41,7 +41,8 @@ from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES
 
-MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct"}
+# the shipped configs' distinct linear shapes (Llama-3.1-8B and 3.3-70B share these; Qwen3-8B is Quasar's target)
+MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct", "qwen3-8b": "qwen3-8b"}
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
