@@ -59,6 +59,10 @@ def victim():
     secret = secrets.token_hex(8)
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                             env={"SPECBENCH_SECRET": secret})
+    environ = Path(f"/proc/{proc.pid}/environ")
+    deadline = time.monotonic() + 10  # a loaded host can show the new image's environment late (seen once in CI)
+    while secret.encode() not in environ.read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)
     yield proc, secret
     proc.kill()
     proc.wait()
