@@ -3,9 +3,9 @@
 For each [N, K] weight (g128) and M it times the committed table's config (CUDA-graph replays over enough weight
 copies to defeat L2, as ``tune`` does) and a Triton kernel that only reads the same packed bytes (16-byte loads,
 the best of a few tilings): the floor one kernel of that size can reach. ``--ncu`` instead runs each kernel twice
-untimed, for ``ncu --kernel-name w4a16_kernel``. ``--waves T0 T1 STEP`` times the table's config for each shape on
-narrower copies of its weight, T0 … T1 column tiles in steps of STEP (N = tiles × BN), beside the streaming read of the
-same columns: a staircase in the kernel's time against tiles, where the stream's is a line, is wave quantization.
+untimed, for ``ncu --kernel-name w4a16_kernel``. ``--waves T0 T1 STEP`` times the table's config for each shape
+on narrower copies of its weight, T0 … T1 column tiles in steps of STEP (N = tiles × BN), beside the streaming read
+of the same columns: a staircase in the kernel's time against tiles, where the stream's is a line, is wave quantization.
 
     python -m benchmarks.profile_int4 --shapes 28672x4096 6144x4096 57344x8192 --ms 1 16 64 [--ncu] [--out DIR]
     python -m benchmarks.profile_int4 --shapes 57344x8192 --ms 1 --waves 64 448 8 --out DIR
@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     for shape in args.shapes:
         n, k = map(int, shape.split("x"))
         if args.waves:
+            t0, t1, step = args.waves
             for m in args.ms:
-                t0, t1, step = args.waves
                 rows += wave_sweep(n, k, args.group, m, range(t0, t1 + 1, step), args.replays)
             continue
         nbytes = n * k // 2 + n * k // args.group * 2

@@ -134,8 +134,6 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"in_features {k} must be a multiple of {p} (the packing's block of inputs)"
     if cfg.BK % p:
         return f"BK={cfg.BK} must be a multiple of the packing's block of {p} inputs"
-    if k % cfg.BK:
-        return f"in_features {k} must be a multiple of BK={cfg.BK}"
     reason = splitk.check_split(k, k_unit(group, cfg), cfg)
     if reason:
         return reason

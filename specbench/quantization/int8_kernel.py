@@ -18,8 +18,8 @@ accumulator. Two paths (``A8Config.path``):
   (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
   the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
 Both split K (``splitk``: equal ranges, or ``uneven`` ones) with ``splitk.store_tile``. Inline PTX (``dp4a``, the
-nibble moves) has a byte-wise fallback for Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``) the kernel is launched while the
-activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
+nibble moves) has a byte-wise fallback for Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``)
+the kernel is launched while the activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
     out[1 + len(also):] = both_k_ranges(out[1 + len(also):])
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
-    # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7 and 8, whose narrow tiles fit up to 7 per SM)
+    # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7 and 8, whose narrow tiles fit up to 7
+    # per SM)
     waves = lambda c: 32 if c.DEQ in GROUP_COLUMNS else 8  # noqa: E731
     return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= waves(c) * 132]
 
