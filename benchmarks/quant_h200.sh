@@ -19,7 +19,7 @@ STEPS=${STEPS:-"pytest tune tune_a8 bench hierspec"}
 TABLE=specbench/quantization/tables/h200.json
 if step pytest; then
   timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
-      tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py tests/test_eagle_draft.py tests/test_graphs.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"
+      tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py tests/test_quant_triton_a8_gpu.py tests/test_eagle_draft.py tests/test_graphs.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"
   tail -3 "$OUT/pytest.log"
 fi
 if step tune; then
