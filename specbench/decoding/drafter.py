@@ -30,6 +30,9 @@ class Drafter(ABC):
     name = "base"
     target_features: tuple[int, ...] = ()  # target layers whose inputs its forwards must also return (EAGLE-3)
     reads_hidden = True  # False: ``observe`` gets no hidden states after a verify (nothing is gathered for it)
+    drafts_on_device = False  # True: ``propose_on_device`` drafts from a commit left on the device (``DeviceLoop``)
+    device_depth = 0  # with drafts_on_device: the most nodes one path of its tree holds
+    device_tree_size = 0  # with drafts_on_device: the nodes of its tree, the root included
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx
@@ -47,6 +50,11 @@ class Drafter(ABC):
     @abstractmethod
     def propose(self, tokens: list[int], room: int) -> Draft:
         """A draft of at most ``room`` nodes that continues the committed ``tokens``."""
+
+    def propose_on_device(self, commit) -> torch.Tensor:
+        """The draft tree [3, m] (tokens, parents, a NaN count) continuing ``commit`` (a ``DeviceCommit``; None right
+        after ``observe`` of the prompt), built without reading anything back to the host."""
+        raise NotImplementedError(f"drafter {self.name} drafts on the host")
 
     def describe(self) -> dict:
         """Facts recorded in every result row besides the drafter's settings (``drafter.*`` columns)."""

@@ -126,23 +126,52 @@ class ForwardRunner:
         self._staged_copy.record()
         return logits[:n], hidden[:n]
 
-    def tree_on_device(self, root: int, tree: torch.Tensor, start: int, layers: Sequence[int] | None = None):
+    def tree_on_device(self, root: int | None, tree: torch.Tensor, start: int | torch.Tensor,
+                       layers: Sequence[int] | None = None):
         """``tree`` for root + a draft still on the device: ``tree`` [2, m] holds its tokens and parents
         (``Draft.on_device``). The positions and the mask are built from it on the device, inside the bucket's
-        graph, so the verify is enqueued without waiting for the draft; only ``root`` and ``start`` come from the
-        host, staged in pinned memory."""
+        graph, so the verify is enqueued without waiting for the draft. ``root`` and ``start`` come from the host,
+        staged in pinned memory; or ``root=None`` and ``start`` the device tensor (root, start) (``DeviceLoop``)."""
         n = tree.shape[1] + 1
         size = self.bucket(n) if self.cuda_graphs else None
+        on_device = root is None
         if size is None:
-            scalars = torch.tensor([root, start], device=self.device)
+            scalars = start if on_device else torch.tensor([root, start], device=self.device)
             return self._step(self.device_tree_inputs(scalars, tree, n), layers)
-        self._staged_copy.synchronize()  # the last copy out of the staging buffer has finished
-        self._scalars.numpy()[:] = (root, start)
+        if not on_device:
+            self._staged_copy.synchronize()  # the last copy out of the staging buffer has finished
+            self._scalars.numpy()[:] = (root, start)
         graph = self._graph((size, "tree on device", n), layers,
                             lambda scalars, rows: self._step(self.device_tree_inputs(scalars, rows, size), layers))
-        logits, hidden = graph(self._scalars, tree)
-        self._staged_copy.record()
+        logits, hidden = graph(start if on_device else self._scalars, tree)
+        if not on_device:
+            self._staged_copy.record()
         return logits[:n], hidden[:n]
+
+    def chain_on_device(self, ids: torch.Tensor, count: torch.Tensor, start: torch.Tensor,
+                        layers: Sequence[int] | None = None, features: torch.Tensor | None = None):
+        """The logits [V] and hidden state [h] of the last of the first ``count`` tokens of ``ids`` [r], appended
+        causally at slot ``start``; ``count`` and ``start`` are device scalars, so nothing waits for the host.
+        Rows from ``count`` on are padding (scratch slots, each attending only itself); one graph serves every
+        ``count`` up to ``r``. Only the last real row goes through the LM head."""
+        r = ids.numel()
+
+        def run(ids, count, start, *features):
+            return self._step(self.device_chain_inputs(ids, count, start) + features, layers, last_of=count)
+
+        args = (ids, count, start) + (() if features is None else (features,))
+        if not self.cuda_graphs:
+            return run(*args)
+        return self._graph((r, "chain on device"), layers, run)(*args)
+
+    def device_chain_inputs(self, ids: torch.Tensor, count: torch.Tensor, start: torch.Tensor):
+        """(index [3, r], mask [1, 1, r, total_slots]) of ``chain_on_device``, built on the device."""
+        rows = torch.arange(ids.numel(), device=ids.device)
+        live = rows < count
+        slots = torch.where(live, start + rows, self.max_seq_len + rows)
+        every_slot = torch.arange(self.total_slots, device=ids.device)
+        mask = torch.where(live[:, None], every_slot <= (start + rows)[:, None], every_slot == slots[:, None])
+        return torch.stack([ids, torch.where(live, start + rows, 0), slots]), mask[None, None]
 
     def device_tree_inputs(self, scalars: torch.Tensor, tree: torch.Tensor, size: int):
         """The graph inputs ``tree`` would stage on the host (index [3, size], mask [1, 1, size, total_slots]) for
@@ -194,12 +223,16 @@ class ForwardRunner:
             self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]")
         return self._graphs[key]
 
-    def _forward(self, inputs, layers):
+    def _forward(self, inputs, layers, last_of: torch.Tensor | None = None):
+        """Logits and hidden states of every row; with ``last_of`` (a row count), of row ``last_of - 1`` only."""
         (ids, positions, slots), mask, *features = inputs
         extra = {"features": features[0][None]} if features else {}
         if self._regions is not None:
             extra["regions"] = self._regions
         hidden = self.model(ids[None], positions, slots, mask, layers, **extra)[0]
+        if last_of is not None:
+            hidden = hidden.index_select(0, (last_of - 1).view(1))
+            return self.model.logits(hidden)[0], hidden[0]
         return self.model.logits(hidden), hidden
 
     def pad(self, size, ids, positions, slots, mask, *features):

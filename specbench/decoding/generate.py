@@ -16,9 +16,11 @@ from typing import Callable
 import torch
 
 from specbench.decoding.acceptance import Acceptance, accept
+from specbench.decoding.device_loop import DeviceLoop, device_loop
 from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import Drafter
 from specbench.decoding.phases import PhaseTimer, synchronize
+from specbench.decoding.replay import ReplayAcceptance
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
 
@@ -34,6 +36,12 @@ class Generation:
     phase_ms: dict[int, dict[str, float]] = field(default_factory=dict)
     prefill_s: float = 0.0  # target and drafter prefill, wall clock
     decode_s: float = 0.0  # the decoding loop after the prefills, wall clock
+    dropped_steps: int = 0  # steps the GPU ran past the end (``DeviceLoop``): their forwards are in no step
+
+    @property
+    def gpu_steps(self) -> int:
+        """Decoding steps the GPU ran: ``steps`` and the dropped ones (per-step counts of forwards divide by it)."""
+        return self.steps + self.dropped_steps
 
     @property
     def steps(self) -> int:
@@ -80,8 +88,10 @@ def generate(
     generator: torch.Generator | None = None,
     timer: PhaseTimer | None = None,
     acceptor: Callable[..., Acceptance] = accept,
+    on_device: bool = True,
 ) -> Generation:
-    """Generate up to ``max_new_tokens`` after ``prompt``; ``acceptor`` replaces the acceptance rule (replay)."""
+    """Generate up to ``max_new_tokens`` after ``prompt``; ``acceptor`` replaces the acceptance rule (replay).
+    ``on_device``: run the steps from the device (``DeviceLoop``) where the drafter and the acceptance allow."""
     timer = timer or PhaseTimer(target.device, enabled=False)
     target.model.feature_layers = drafter.target_features  # another drafter built on this target may have reset it
     target.reset()
@@ -103,6 +113,11 @@ def generate(
     gc.disable()  # a collection inside the loop stalls the host while the GPU waits; garbage waits for the end
     try:
         t1 = time.perf_counter()
+        replay, end = isinstance(acceptor, ReplayAcceptance), None
+        if (on_device and out.stop_reason != "eos" and len(out.tokens) < max_new_tokens
+                and DeviceLoop.usable(target, drafter, acceptor, sampling, len(prompt), max_new_tokens)):
+            loop = device_loop(target, drafter, replay)
+            end = loop.run(tokens, out, max_new_tokens, stop_ids, timer, acceptor if replay else None)
         while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
             timer.next_step()
             draft, result = speculative_step(target, drafter, tokens, sampling, generator, timer, acceptor)
@@ -114,10 +129,10 @@ def generate(
             out.accept_lengths.append(len(new))
             out.drafted.append(len(draft))
             out.draft_depths.append(max(draft.depths, default=0))
-        synchronize(target.device)
-        out.prefill_s, out.decode_s = t1 - t0, time.perf_counter() - t1
+        synchronize(target.device)  # a dropped step ends here, after ``end``: the tokens were all on the host then
+        out.prefill_s, out.decode_s = t1 - t0, (end or time.perf_counter()) - t1
     finally:
         if collecting:
             gc.enable()
-    out.phase_ms = timer.collect()
+    out.phase_ms = {step: phases for step, phases in timer.collect().items() if step < out.steps}
     return out

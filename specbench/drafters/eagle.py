@@ -49,6 +49,7 @@ class EagleConf(DrafterConf):
 
 class EagleDrafter(Drafter):
     name = "eagle"
+    drafts_on_device = True
 
     def __init__(self, ctx: DraftContext, head: DraftHead, topk: int, depth: int, tree_size: int):
         super().__init__(ctx)
@@ -57,6 +58,7 @@ class EagleDrafter(Drafter):
             raise ValueError(f"eagle.tree_size={tree_size} is outside what the verifier supports (2…{limit} "
                              "tokens including the root); lower eagle.tree_size")
         self.head, self.topk, self.depth, self.tree_size = head, topk, depth, tree_size
+        self.device_depth, self.device_tree_size = depth, tree_size
         self.target_features = head.target_layers
         ctx.target.model.feature_layers = self.target_features  # what the target's forwards return for the head
         target_runner = ctx.target.runner
@@ -122,6 +124,17 @@ class EagleDrafter(Drafter):
                 refuse_nan(all_scores.tolist(), all_parents.tolist())
 
         return Draft.from_device(tree, check)  # verified from the device: the host reads it during the verify
+
+    def propose_on_device(self, commit):
+        if commit is None:  # the prompt's last output, from observe
+            (h_root, logits_root), self._root = self._root, None
+            self._start.numpy()[:] = (self.pairs, self.pairs)
+            start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
+        else:  # the kept (feature, next token) pairs; the root sits at the target's new length, as do the pairs
+            logits_root, h_root = self.runner.chain_on_device(commit.tokens, commit.count + 1, commit.start,
+                                                              features=self.head.features(commit.kept))
+            start = commit.scalars[1:].expand(2)
+        return self._expand(h_root, logits_root, start)[0]
 
     def _expand(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
         """The whole tree expansion and selection, one CUDA graph when graphs are on (its inputs are all tensors)."""

@@ -1,0 +1,208 @@
+"""Speculative steps enqueued from the device: acceptance and commit on the GPU, the host one step behind.
+
+With greedy or replayed acceptance and a drafter that drafts from device tensors (``Drafter.propose_on_device``:
+EAGLE-2/3), no part of a step needs the host: the accepted path (``accept_on_device``), the target's K/V compaction
+and the drafter's next inputs are computed on the device that holds the verify's logits. The host enqueues step
+i + 1 and only then reads step i's tokens (copied to pinned memory), so the GPU does not wait for the host between
+steps. A generation that ends at step i has already enqueued step i + 1: that step is dropped, and the decode time
+ends when step i's tokens reach the host (``Generation.dropped_steps`` counts it for the graphs' replays per step).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+
+import torch
+
+from specbench.decoding.acceptance import accept
+from specbench.decoding.drafter import Drafter
+from specbench.decoding.graphs import GraphedCall
+from specbench.decoding.phases import PhaseTimer
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.decoding.sampling import SamplingParams
+from specbench.decoding.session import ModelSession
+
+
+def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Tensor, depth: int,
+                     want: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The path ``accept_greedy`` (``want`` None) or ``ReplayAcceptance`` (``want``: the imposed accepted nodes, a
+    device scalar) picks in a draft tree, computed without a host sync.
+
+    ``tokens`` / ``parents`` [m]: the tree, parents first (-1: the root); ``best`` [m + 1]: the target's argmax of
+    each verify row (row 0 the root); ``depth``: the most nodes a path holds. Returns ``count`` (accepted nodes, a
+    scalar), ``rows`` [depth + 1] (the kept verify rows: the root's, the path's, then j at every j > count) and
+    ``out`` [depth + 1] (the path's tokens, the bonus token, then 0).
+    """
+    m, device = tokens.numel(), tokens.device
+    node = torch.arange(m, device=device)
+    parent_row = parents + 1
+    if want is None:
+        score = -node  # the first matching child
+    else:  # the deepest branch, the first child on ties: height below each row, by ``depth`` relaxations
+        height = torch.zeros(m + 1, dtype=torch.long, device=device)
+        for _ in range(depth):
+            height = torch.zeros_like(height).scatter_reduce(0, parent_row, height[1:] + 1, "amax")
+        score = height[1:] * (m + 1) - node
+    row = count = torch.zeros((), dtype=torch.long, device=device)
+    going = torch.ones((), dtype=torch.bool, device=device)
+    rows, out = [row], []
+    for level in range(depth):
+        eligible = parent_row == row
+        eligible &= tokens == best[row] if want is None else level < want
+        pick = torch.where(eligible, score, -(m + 1) ** 2).argmax()
+        going = going & eligible.any()
+        count = count + going.long()
+        row = torch.where(going, pick + 1, row)
+        rows.append(torch.where(going, pick + 1, level + 1))
+        out.append(torch.where(going, tokens[pick], 0))
+    out = torch.stack(out + [torch.zeros_like(row)]).scatter(0, count.view(1), best[row].view(1))
+    return count, torch.stack(rows), out
+
+
+@dataclass
+class DeviceCommit:
+    """A step's commit, on the device: what the drafter reads to draft the next step."""
+
+    tokens: torch.Tensor  # [depth + 1]: the accepted path's tokens, the bonus token, then padding
+    kept: torch.Tensor  # [depth + 1, h]: the verify's output rows of the kept tokens (root first), then padding
+    count: torch.Tensor  # []: accepted draft nodes (count + 1 tokens are kept)
+    start: torch.Tensor  # []: the target's length before the commit, the slot of the first kept token
+    scalars: torch.Tensor  # [2]: the next root token and the target's length after the commit
+
+
+class DeviceLoop:
+    """The device-side steps of one (target, drafter) pair; its graphs persist across generations."""
+
+    RING = 3  # steps whose host buffers are in use at once: the one read, the one in flight, the one enqueued
+
+    def __init__(self, target: ModelSession, drafter: Drafter, replay: bool):
+        self.target, self.drafter, self.replay = target, drafter, replay
+        self.depth = drafter.device_depth
+        self.pinned = target.device.type == "cuda"
+        self._settle: dict[int, GraphedCall] = {}
+        runner = target.runner
+        self._accept = accept_on_device  # compiled with the target: Inductor fuses its few dozen tiny kernels
+        if runner.compiled and runner.cuda_graphs:
+            self._accept = torch.compile(accept_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
+        self._ring = [(torch.zeros(1, dtype=torch.long, pin_memory=self.pinned), None, None)
+                      for _ in range(self.RING)]
+
+    @staticmethod
+    def usable(target: ModelSession, drafter: Drafter, acceptor, sampling: SamplingParams, prompt_len: int,
+               max_new_tokens: int) -> bool:
+        """Whether a generation can run on the device: a drafter that drafts there, greedy or replayed acceptance,
+        and a cache with room for every step at full size (near the end the host loop shrinks the tree)."""
+        if not drafter.drafts_on_device:
+            return False
+        if not (isinstance(acceptor, ReplayAcceptance) or (acceptor is accept and sampling.greedy)):
+            return False
+        need = prompt_len + max_new_tokens + 2 * (drafter.device_depth + 1) + drafter.device_tree_size + 1
+        return need <= target.runner.max_seq_len
+
+    def _settle_graph(self, m: int):
+        """accept, compact the target's cache and stage the drafter's inputs: one graph per tree size."""
+        if m not in self._settle:
+            self._settle[m] = GraphedCall(self._settle_step, self.target.runner.pool, f"device acceptance ({m} nodes)")
+        call = self._settle[m]
+        return call if self.target.runner.cuda_graphs else call.fn
+
+    def _settle_step(self, best, hidden, tree, scalars, want):
+        count, rows, out = self._accept(tree[0], tree[1], best, self.depth, want[0] if self.replay else None)
+        length = scalars[1]
+        slots = torch.arange(self.depth + 1, device=rows.device)
+        self.target.runner.cache.keep(length + rows, length + slots)
+        kept = hidden.index_select(0, rows)
+        after = torch.stack([out.gather(0, count.view(1))[0], length + count + 1])
+        packet = torch.cat([count.view(1), out, tree.flatten()])
+        return out, kept, count, length, after, packet
+
+    def run(self, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int], timer: PhaseTimer,
+            rule: ReplayAcceptance | None) -> float:
+        """Decode until ``max_new_tokens`` or a stop id, appending to ``tokens`` and ``out`` as the host loop does;
+        return the ``perf_counter`` time at which the last step's tokens reached the host."""
+        target, drafter = self.target, self.drafter
+        target.settle()
+        scalars = torch.tensor([tokens[-1], target.length], device=target.device)
+        commit, step, pending = None, 0, []
+        while True:
+            commit, packet = self._enqueue(step, commit, scalars, timer, rule)
+            scalars = commit.scalars
+            pending.append(packet)
+            step += 1
+            if len(pending) < 2:
+                continue
+            if self._read(pending.pop(0), tokens, out, max_new_tokens, stop_ids):
+                done = time.perf_counter()
+                out.dropped_steps = len(pending)
+                if rule is not None:
+                    rule.steps -= len(pending)  # the dropped step's imposed length is the next step's
+                return done
+
+    def _enqueue(self, step: int, commit: DeviceCommit | None, scalars: torch.Tensor, timer: PhaseTimer,
+                 rule: ReplayAcceptance | None):
+        want, host, done = self._ring[step % self.RING]
+        if done is not None:
+            done.synchronize()  # this slot's last step has been read
+        wanted = rule.length() - 1 if rule is not None else 0
+        if self.target.runner.cuda_graphs:  # copied in by the graph, after this slot's last copy has finished
+            want.numpy()[0] = wanted
+        else:
+            want = torch.full((1,), wanted, device=self.target.device)
+        timer.next_step()
+        with timer.phase("draft"):
+            tree = self.drafter.propose_on_device(commit)
+        with timer.phase("verify"):
+            logits, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers)
+        with timer.phase("accept"):
+            best = logits.argmax(-1)
+            outputs = self._settle_graph(tree.shape[1])(best, hidden, tree, scalars, want)
+            packet = outputs[-1]
+            if host is None:
+                host = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
+            host.copy_(packet, non_blocking=self.pinned)
+            done = torch.cuda.Event() if self.pinned else None
+            if done is not None:
+                done.record()
+        self._ring[step % self.RING] = (self._ring[step % self.RING][0], host, done)
+        return DeviceCommit(*outputs[:-1]), (host, done, tree.shape[1])
+
+    def _read(self, packet, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
+        """Take a finished step's tokens as the host loop does; True when the generation ends with it."""
+        host, done, m = packet
+        if done is not None:
+            done.synchronize()
+        values = host.tolist()
+        count, d = values[0], self.depth
+        accepted = values[1 : count + 2]  # the path's tokens and the bonus token
+        tree_tokens, parents, nan = (values[d + 2 + i * m : d + 2 + (i + 1) * m] for i in range(3))
+        if nan and nan[0]:
+            raise FloatingPointError(f"EAGLE draft tree: {nan[0]} candidates have NaN cumulative log-probs: the "
+                                     "head's forward produced non-finite logits")
+        self.target.tokens += [tokens[-1]] + accepted[:-1]
+        tokens += accepted
+        new = accepted[: max_new_tokens - len(out.tokens)]
+        stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
+        if stop_at is not None:
+            new, out.stop_reason = new[: stop_at + 1], "eos"
+        out.tokens += new
+        out.accept_lengths.append(len(new))
+        out.drafted.append(m)
+        depth = []
+        for p in parents:
+            depth.append(1 if p < 0 else depth[p] + 1)
+        out.draft_depths.append(max(depth, default=0))
+        return out.stop_reason == "eos" or len(out.tokens) >= max_new_tokens
+
+
+_loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def device_loop(target: ModelSession, drafter: Drafter, replay: bool) -> DeviceLoop:
+    """The ``DeviceLoop`` of ``drafter`` on ``target`` for greedy or replayed acceptance, built once."""
+    loops = _loops.setdefault(drafter, {})
+    key = (id(target), replay)
+    if key not in loops:
+        loops[key] = DeviceLoop(target, drafter, replay)
+    return loops[key]
