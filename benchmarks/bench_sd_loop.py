@@ -66,7 +66,8 @@ def busy_ms(prof) -> float:
 def host_overhead(run, new_tokens: int) -> dict:
     """The share of the decoding loop's wall time in which the GPU runs nothing: device activity recorded by CUPTI
     alone (no CPU-side tracing, which would slow the host it measures) over a generation, less that of its prefill
-    (a one-token generation)."""
+    (a one-token generation). A step the device loop dropped at the end (``Generation.dropped_steps``) ran on the GPU
+    but ended no token, so the busy time is taken per step the GPU ran, times the steps."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -75,7 +76,7 @@ def host_overhead(run, new_tokens: int) -> dict:
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         gen = run(new_tokens)
     wall = 1e3 * gen.decode_s
-    busy = busy_ms(prof) - prefill
+    busy = (busy_ms(prof) - prefill) * gen.steps / gen.gpu_steps
     return {"decode_wall_ms": wall, "gpu_busy_ms": busy, "fraction": 1 - busy / wall,
             "wall_ms_per_step": wall / gen.steps}
 
@@ -132,7 +133,7 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
         if outer is not None:
             outer.steps = 0
         return generate(session, drafter, prompt, max_new_tokens=tokens, timer=timer,
-                        acceptor=outer if outer is not None else accept)
+                        acceptor=outer if outer is not None else accept, on_device=engine.execution.device_loop)
 
     run(new_tokens)  # warm-up: compiles, captures every graph the steps use
     warmup_s = time.monotonic() - t0
@@ -146,7 +147,7 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
     out["host_profile"] = host_profile(run, new_tokens)
     replays, counted = decode_replays(run, new_tokens)
     if replays:
-        terms = step_time(replays, counted.steps, device)
+        terms = step_time(replays, counted.gpu_steps, device)
         step_ms = sum(t.ms_per_step for t in terms)
         predicted = 1e3 * counted.tau / step_ms
         out.update({"graphs": [{"label": t.label, "replays_per_step": t.replays_per_step, "median_ms": t.median_ms,
@@ -169,7 +170,8 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
 def markdown(result: dict) -> str:
     lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
-             f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance; tok/s = committed tokens "
+             f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance, "
+             f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}; tok/s = committed tokens "
              "per second of the decoding loop.", "",
              "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
              "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) |", "|" + "---|" * 9]
@@ -213,6 +215,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--intermediate", default="llama-3.2-1b-instruct", help="HierSpec's intermediate shape")
     parser.add_argument("--compile", action="store_true", help="engine.compile=true")
     parser.add_argument("--compile-scope", default=None, help="engine.compile_scope (layer)")
+    parser.add_argument("--host-loop", action="store_true", help="engine.device_loop=false: the host reads every "
+                        "step's acceptance before enqueueing the next (the loop of sessions 5-17)")
     parser.add_argument("--methods", default="ar,ngram,eagle,hierspec")
     parser.add_argument("--eagle", default="10,6,60", help="EAGLE-2 top-k, depth, tree size")
     parser.add_argument("--eagle-tau", type=float, default=4.53)
@@ -234,8 +238,8 @@ def main(argv: list[str] | None = None) -> dict:
         device = "cuda"
         if not torch.cuda.is_available():
             parser.error("no CUDA device; use --smoke for the CPU check")
-    execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope)
-    engine = Engine(execution, device=device, dtype=args.dtype, max_seq_len=args.prompt + args.new_tokens + 64)
+    execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope, device_loop=not args.host_loop)
+    engine = Engine(execution, device=device, dtype=args.dtype, max_seq_len=args.prompt + args.new_tokens + 192)
     quant = QuantConf(args.quant, args.backend) if args.quant != "none" else QuantConf()
     t0 = time.monotonic()
     target = engine.model(ModelConf(args.model, shape_only=True), quant)
@@ -244,6 +248,7 @@ def main(argv: list[str] | None = None) -> dict:
                            generator=torch.Generator().manual_seed(0)).tolist()
     result = {"model": args.model, "quant": args.quant, "backend": args.backend, "dtype": args.dtype,
               "intermediate": args.intermediate, "compile": args.compile, "compile_scope": args.compile_scope,
+              "device_loop": not args.host_loop,
               "prompt_tokens": args.prompt, "new_tokens": args.new_tokens, "target_build_s": time.monotonic() - t0,
               "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
               "methods": []}

@@ -67,11 +67,13 @@ def test_an_eagle_step_replays_the_verify_the_first_pass_and_the_expansion_once_
 
     run(24)  # captures every graph
     replays, gen = decode_replays(run, 24)
-    per_step = {call.label: n / gen.steps for call, n in replays.items()}
+    assert gen.dropped_steps == 1  # steps run from the device (DeviceLoop): the GPU ran one past the end
+    per_step = {call.label: n / gen.gpu_steps for call, n in replays.items()}
     assert per_step.pop("tiny-target[10]") == 1  # the verify of the 10-token tree, at exactly its size
     assert per_step.pop("EAGLE expansion (2 passes of 4 rows)") == 1
-    # the head's first pass over each step's accepted tokens, at their bucket; the first step's root came from the
-    # prompt's (eager) pass
-    assert sum(per_step.values()) == pytest.approx((gen.steps - 1) / gen.steps)
-    terms = step_time(replays, gen.steps, "cuda", repeats=5, warmup=2)
+    assert per_step.pop("device acceptance (9 nodes)") == 1
+    # the head's first pass over each step's accepted tokens (all four rows, the unused ones padding); the first
+    # step's root came from the prompt's (eager) pass
+    assert per_step == {"EagleHead[4]": pytest.approx((gen.gpu_steps - 1) / gen.gpu_steps)}
+    terms = step_time(replays, gen.gpu_steps, "cuda", repeats=5, warmup=2)
     assert all(t.median_ms > 0 for t in terms) and len(terms) == len(replays)

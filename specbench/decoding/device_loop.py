@@ -93,12 +93,13 @@ class DeviceLoop:
     def usable(target: ModelSession, drafter: Drafter, acceptor, sampling: SamplingParams, prompt_len: int,
                max_new_tokens: int) -> bool:
         """Whether a generation can run on the device: a drafter that drafts there, greedy or replayed acceptance,
-        and a cache with room for every step at full size (near the end the host loop shrinks the tree)."""
+        and a cache with room for every step at full size (near the end the host loop shrinks the tree): the step
+        enqueued before the host knows the last one ended starts at most ``depth`` tokens past ``max_new_tokens``."""
         if not drafter.drafts_on_device:
             return False
         if not (isinstance(acceptor, ReplayAcceptance) or (acceptor is accept and sampling.greedy)):
             return False
-        need = prompt_len + max_new_tokens + 2 * (drafter.device_depth + 1) + drafter.device_tree_size + 1
+        need = prompt_len + max_new_tokens + drafter.device_depth + drafter.device_tree_size
         return need <= target.runner.max_seq_len
 
     def _settle_graph(self, m: int):

@@ -1,0 +1,120 @@
+"""Steps run from the device (``DeviceLoop``): the same path, tokens and bookkeeping as the host loop."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from specbench.decoding.acceptance import accept_greedy
+from specbench.decoding.device_loop import DeviceLoop, accept_on_device
+from specbench.decoding.draft import Draft
+from specbench.decoding.generate import generate
+from specbench.decoding.phases import PhaseTimer
+from specbench.decoding.replay import ReplayAcceptance
+from specbench.decoding.sampling import SamplingParams
+from specbench.timing.trees import eagle_like_tree
+from tests.drafter_stack import Stack
+
+
+def device_path(draft: Draft, best: torch.Tensor, depth: int, want: int | None):
+    rows = torch.tensor([draft.tokens, draft.parents]).view(2, len(draft))
+    count, kept, out = accept_on_device(rows[0], rows[1], best, depth, None if want is None else torch.tensor(want))
+    count = int(count)
+    return [r - 1 for r in kept[1 : count + 1].tolist()], out[: count + 1].tolist(), kept, out, count
+
+
+def one_hot(best: list[int], vocab: int) -> torch.Tensor:
+    return torch.nn.functional.one_hot(torch.tensor(best), vocab).float()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_and_replayed_paths_equal_the_host_rules(seed):
+    depth, vocab = 5, 12  # a small vocabulary: many tokens match, many siblings share one (the first child wins)
+    draft = eagle_like_tree(30, depth=depth, topk=3, vocab_size=vocab, seed=seed)
+    g = torch.Generator().manual_seed(seed)
+    for trial in range(20):
+        best = torch.randint(0, vocab, (len(draft) + 1,), generator=g)
+        if trial % 2:  # follow the tree for a while, so that paths are long
+            for i, p in enumerate(draft.parents):
+                if torch.rand((), generator=g) < 0.7:
+                    best[p + 1] = draft.tokens[i]
+        ref = accept_greedy(draft, one_hot(best.tolist(), vocab))
+        nodes, tokens, rows, out, count = device_path(draft, best, depth, None)
+        assert (nodes, tokens) == (ref.nodes, ref.tokens)
+        assert rows[count + 1 :].tolist() == list(range(count + 1, depth + 1))  # padding: rows kept in place
+        assert out[count + 1 :].tolist() == [0] * (depth - count)
+        for want in range(depth + 2):
+            rule = ReplayAcceptance(trace=[want + 1])
+            ref = rule(draft, one_hot(best.tolist(), vocab))
+            assert device_path(draft, best, depth, want)[:2] == (ref.nodes, ref.tokens), (trial, want)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    return Stack(tmp_path_factory.mktemp("stack"), num_hidden_layers=4)
+
+
+def prompts(n: int = 5):
+    g = torch.Generator().manual_seed(1)
+    return [torch.randint(3, 96, (4 + 3 * i,), generator=g).tolist() for i in range(n)]
+
+
+@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("replayed", [False, True])
+def test_device_steps_equal_host_steps(stack, name, replayed):
+    drafter = stack.drafter(name, strong=True)
+    rules = [ReplayAcceptance(trace=[3, 1, 4, 2, 4]) for _ in range(2)] if replayed else [None, None]
+    lengths = []
+    for prompt in prompts():
+        host, dev = (generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=on_device,
+                              timer=PhaseTimer("cpu"), **({"acceptor": rule} if rule else {}))
+                     for rule, on_device in zip(rules, (False, True)))
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
+        assert dev.drafted == host.drafted and dev.draft_depths == host.draft_depths
+        assert (host.dropped_steps, dev.dropped_steps) == (0, 1)  # the device ran one step past the end
+        assert set(dev.phase_ms) == set(host.phase_ms) == {-1, *range(dev.steps)}  # the dropped step's: not kept
+        lengths += dev.accept_lengths
+    assert len(set(lengths)) > 2  # drafts accepted, in varying lengths: the comparison tested paths
+    if replayed:
+        assert rules[0].steps == rules[1].steps  # the dropped step's imposed length goes to the next step
+
+
+def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
+    """Sampling, a host drafter, or a cache without room for full steps: ``usable`` refuses, the host loop runs."""
+    eagle, ngram = stack.drafter("eagle", strong=True), stack.drafter("ngram")
+    session = stack.session
+    assert DeviceLoop.usable(session, eagle, ReplayAcceptance(tau=2), SamplingParams(), 10, 30)
+    from specbench.decoding.acceptance import accept
+
+    assert DeviceLoop.usable(session, eagle, accept, SamplingParams(), 10, 30)
+    assert not DeviceLoop.usable(session, eagle, accept, SamplingParams(temperature=0.8), 10, 30)
+    assert not DeviceLoop.usable(session, ngram, accept, SamplingParams(), 10, 30)
+    room = session.runner.max_seq_len
+    assert not DeviceLoop.usable(session, eagle, accept, SamplingParams(), 10, room - 10)
+    prompt = prompts()[0]
+    near_end = generate(session, eagle, prompt, max_new_tokens=room - len(prompt) - 4)
+    assert near_end.dropped_steps == 0 and len(near_end.tokens) == room - len(prompt) - 4
+
+
+def test_eos_found_on_the_device_path_stops_like_the_host_path(stack):
+    drafter = stack.drafter("eagle", strong=True)
+    prompt = prompts()[2]
+    free = generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=False)
+    stop = free.tokens[len(free.tokens) // 2]
+    host, dev = (generate(stack.session, drafter, prompt, max_new_tokens=30, stop_ids=frozenset({stop}),
+                          on_device=on_device) for on_device in (False, True))
+    assert dev.tokens == host.tokens and dev.stop_reason == host.stop_reason == "eos"
+    assert dev.accept_lengths == host.accept_lengths and dev.tokens[-1] == stop
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("replayed", [False, True])
+def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed):
+    """The GPU path: the acceptance graph, pinned ring buffers, the host reading one step behind."""
+    stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
+    drafter = stack.drafter("eagle", strong=True)
+    for prompt in prompts():
+        host, dev = (generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=on_device,
+                              **({"acceptor": ReplayAcceptance(trace=[3, 1, 4, 2, 4])} if replayed else {}))
+                     for on_device in (False, True))
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths and dev.dropped_steps == 1
