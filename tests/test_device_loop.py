@@ -12,6 +12,7 @@ from specbench.decoding.generate import generate
 from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.decoding.sampling import SamplingParams
+from specbench.drafters.ngram import lookup, lookup_on_device
 from specbench.timing.trees import eagle_like_tree
 from tests.drafter_stack import Stack
 
@@ -49,6 +50,19 @@ def test_greedy_and_replayed_paths_equal_the_host_rules(seed):
             assert device_path(draft, best, depth, want)[:2] == (ref.nodes, ref.tokens), (trial, want)
 
 
+def test_the_device_lookup_equals_the_host_lookup():
+    g = torch.Generator().manual_seed(0)
+    for trial in range(200):  # a vocabulary of 5: n-grams recur often, several times, of every size
+        size = int(torch.randint(1, 40, (), generator=g))
+        tokens = torch.randint(0, 5, (size,), generator=g).tolist()
+        min_n, num = int(torch.randint(1, 4, (), generator=g)), int(torch.randint(1, 6, (), generator=g))
+        max_n = min_n + int(torch.randint(0, 3, (), generator=g))
+        for match in ("earliest", "latest"):
+            expected = lookup(tokens, min_n, max_n, num, match) or [tokens[-1]] * num  # on_miss="repeat"
+            history = torch.tensor(tokens + [7] * 8)  # past the length: never read
+            assert lookup_on_device(history, torch.tensor(size), min_n, max_n, num, match).tolist() == expected
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     return Stack(tmp_path_factory.mktemp("stack"), num_hidden_layers=4)
@@ -59,10 +73,11 @@ def prompts(n: int = 5):
     return [torch.randint(3, 96, (4 + 3 * i,), generator=g).tolist() for i in range(n)]
 
 
-@pytest.mark.parametrize("name", ["eagle", "eagle3"])
+@pytest.mark.parametrize("name", ["eagle", "eagle3", "ngram_repeat"])
 @pytest.mark.parametrize("replayed", [False, True])
 def test_device_steps_equal_host_steps(stack, name, replayed):
     drafter = stack.drafter(name, strong=True)
+    assert drafter.drafts_on_device
     rules = [ReplayAcceptance(trace=[3, 1, 4, 2, 4]) for _ in range(2)] if replayed else [None, None]
     lengths = []
     for prompt in prompts():
@@ -81,7 +96,7 @@ def test_device_steps_equal_host_steps(stack, name, replayed):
 
 def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
     """Sampling, a host drafter, or a cache without room for full steps: ``usable`` refuses, the host loop runs."""
-    eagle, ngram = stack.drafter("eagle", strong=True), stack.drafter("ngram")
+    eagle, ngram = stack.drafter("eagle", strong=True), stack.drafter("ngram")  # no draft on a miss: sizes vary
     session = stack.session
     assert DeviceLoop.usable(session, eagle, ReplayAcceptance(tau=2), SamplingParams(), 10, 30)
     from specbench.decoding.acceptance import accept
@@ -109,10 +124,11 @@ def test_eos_found_on_the_device_path_stops_like_the_host_path(stack):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("replayed", [False, True])
-def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed):
+@pytest.mark.parametrize("name", ["eagle", "ngram_repeat"])
+def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed, name):
     """The GPU path: the acceptance graph, pinned ring buffers, the host reading one step behind."""
     stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
-    drafter = stack.drafter("eagle", strong=True)
+    drafter = stack.drafter(name, strong=True)
     for prompt in prompts():
         host, dev = (generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=on_device,
                               **({"acceptor": ReplayAcceptance(trace=[3, 1, 4, 2, 4])} if replayed else {}))

@@ -17,9 +17,12 @@ from typing import Optional
 
 import numpy as np
 
+import torch
+
 from specbench.config import require
 from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import DraftContext, Drafter
+from specbench.decoding.graphs import GraphedCall
 from specbench.drafters.registry import DrafterConf, register
 
 MATCHES = ("earliest", "latest")
@@ -75,6 +78,27 @@ class NgramConf(DrafterConf):
         return int(self.num_tokens) + 1, ("sequence",), 0, 1  # a lookup, no draft forward
 
 
+def lookup_on_device(history: torch.Tensor, length: torch.Tensor, min_n: int, max_n: int, num_tokens: int,
+                     match: str = "earliest") -> torch.Tensor:
+    """``lookup`` with clamp padding of the first ``length`` (a device scalar) tokens of ``history``, computed on
+    their device without a host sync; where no n-gram recurs, the last token ``num_tokens`` times (``on_miss=
+    "repeat"``). Returns the proposal [num_tokens]."""
+    size = history.numel()
+    start = torch.arange(size, device=history.device)
+    last = length - 1
+    proposal = history[last].expand(num_tokens)
+    for n in range(min_n, max_n + 1):  # a longer n-gram that recurs replaces a shorter one's proposal
+        # windows starting at 0 … length-n-1 (each followed by at least one token) that equal the last n tokens
+        same = (start < length - n) & (n <= last)
+        for j in range(n):
+            same &= history.roll(-j) == history[(length - n + j).clamp(min=0)]
+        order = -start if match == "earliest" else start
+        begin = torch.where(same, order, -2 * size).argmax() + n
+        found = history[torch.minimum(begin + torch.arange(num_tokens, device=history.device), last)]
+        proposal = torch.where(same.any(), found, proposal)
+    return proposal
+
+
 class NgramDrafter(Drafter):
     name = "ngram"
     reads_hidden = False
@@ -84,6 +108,41 @@ class NgramDrafter(Drafter):
         self.settings = dict(min_n=conf.min_n, max_n=conf.max_n, num_tokens=conf.num_tokens, match=conf.match,
                              pad=conf.pad)
         self.on_miss = conf.on_miss
+        # on the device: proposals of a fixed size only (shape-only runs: every step verifies num_tokens + 1)
+        self.drafts_on_device = conf.on_miss == "repeat" and conf.pad == "clamp"
+        self.device_depth, self.device_tree_size = conf.num_tokens, conf.num_tokens + 1
+        self._history: torch.Tensor | None = None  # the committed tokens, root included, on the target's device
+        self._prompt: list[int] = []
+        self._lookup: GraphedCall | None = None
+
+    def observe(self, tokens, hidden, start):
+        if start == 0:
+            self._prompt = list(tokens)  # the prompt and the first token: the device loop's history starts with them
+
+    def propose_on_device(self, commit):
+        """The lookup over the committed tokens, kept on the device: ``commit`` appends its path and bonus token."""
+        runner, device = self.ctx.target.runner, self.ctx.target.device
+        if self._history is None:  # one buffer for every generation: the lookup's graph writes into it
+            self._history = torch.zeros(runner.max_seq_len + self.device_depth + 2, dtype=torch.long, device=device)
+            self._lookup = GraphedCall(self._propose_after, runner.pool, f"n-gram lookup ({self.device_depth})")
+        run = self._lookup if runner.cuda_graphs else self._lookup.fn
+        if commit is None:  # the prompt and the first token, staged once per generation
+            size = len(self._prompt)
+            self._history[:size] = torch.tensor(self._prompt)
+            length = torch.full((), size, device=device)
+            return run(length, self._history[size - 1 : size].expand(self.device_depth + 1), length - 1)
+        return run(commit.scalars[1] + 1, commit.tokens, commit.start + 1)
+
+    def _propose_after(self, length, tokens, at):
+        """Write ``tokens`` into the history at ``at`` (the commit's path and bonus; what lands past ``length`` is
+        overwritten later), then draft the chain [3, num_tokens] (tokens, parents, a zero NaN count) after the
+        history's first ``length`` tokens."""
+        history = self._history
+        history.index_copy_(0, at + torch.arange(tokens.numel(), device=history.device), tokens)
+        s = self.settings
+        proposal = lookup_on_device(history, length, s["min_n"], s["max_n"], s["num_tokens"], s["match"])
+        chain = torch.arange(-1, s["num_tokens"] - 1, device=history.device)
+        return torch.stack([proposal, chain, torch.zeros_like(chain)])
 
     def propose(self, tokens, room):
         s = self.settings
