@@ -45,20 +45,20 @@ def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Te
         for _ in range(depth):
             height = torch.zeros_like(height).scatter_reduce(0, parent_row, height[1:] + 1, "amax")
         score = height[1:] * (m + 1) - node
-    row = count = torch.zeros((), dtype=torch.long, device=device)
-    going = torch.ones((), dtype=torch.bool, device=device)
+    row = count = torch.zeros(1, dtype=torch.long, device=device)  # one-element tensors index without a host read
+    going = torch.ones(1, dtype=torch.bool, device=device)
     rows, out = [row], []
     for level in range(depth):
         eligible = parent_row == row
-        eligible &= tokens == best[row] if want is None else level < want
-        pick = torch.where(eligible, score, -(m + 1) ** 2).argmax()
+        eligible &= tokens == best.index_select(0, row) if want is None else level < want
+        pick = torch.where(eligible, score, -(m + 1) ** 2).argmax().view(1)
         going = going & eligible.any()
         count = count + going.long()
         row = torch.where(going, pick + 1, row)
         rows.append(torch.where(going, pick + 1, level + 1))
-        out.append(torch.where(going, tokens[pick], 0))
-    out = torch.stack(out + [torch.zeros_like(row)]).scatter(0, count.view(1), best[row].view(1))
-    return count, torch.stack(rows), out
+        out.append(torch.where(going, tokens.index_select(0, pick), 0))
+    out = torch.cat(out + [torch.zeros_like(row)]).scatter(0, count, best.index_select(0, row))
+    return count[0], torch.cat(rows), out
 
 
 @dataclass
