@@ -133,7 +133,7 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
         if outer is not None:
             outer.steps = 0
         return generate(session, drafter, prompt, max_new_tokens=tokens, timer=timer,
-                        acceptor=outer if outer is not None else accept, on_device=engine.execution.device_loop)
+                        acceptor=outer if outer is not None else accept, on_device=None if engine.execution.device_loop else False)
 
     run(new_tokens)  # warm-up: compiles, captures every graph the steps use
     warmup_s = time.monotonic() - t0

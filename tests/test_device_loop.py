@@ -107,7 +107,7 @@ def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
     room = session.runner.max_seq_len
     assert not DeviceLoop.usable(session, eagle, accept, SamplingParams(), 10, room - 10)
     prompt = prompts()[0]
-    near_end = generate(session, eagle, prompt, max_new_tokens=room - len(prompt) - 4)
+    near_end = generate(session, eagle, prompt, max_new_tokens=room - len(prompt) - 4, on_device=True)
     assert near_end.dropped_steps == 0 and len(near_end.tokens) == room - len(prompt) - 4
 
 

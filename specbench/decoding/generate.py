@@ -88,10 +88,11 @@ def generate(
     generator: torch.Generator | None = None,
     timer: PhaseTimer | None = None,
     acceptor: Callable[..., Acceptance] = accept,
-    on_device: bool = True,
+    on_device: bool | None = None,
 ) -> Generation:
     """Generate up to ``max_new_tokens`` after ``prompt``; ``acceptor`` replaces the acceptance rule (replay).
-    ``on_device``: run the steps from the device (``DeviceLoop``) where the drafter and the acceptance allow."""
+    ``on_device``: run the steps from the device (``DeviceLoop``) where the drafter and the acceptance allow; None:
+    on a GPU only (on a CPU every kernel runs as it is enqueued, so the step run past the end would be timed)."""
     timer = timer or PhaseTimer(target.device, enabled=False)
     target.model.feature_layers = drafter.target_features  # another drafter built on this target may have reset it
     target.reset()
@@ -114,6 +115,8 @@ def generate(
     try:
         t1 = time.perf_counter()
         replay, end = isinstance(acceptor, ReplayAcceptance), None
+        if on_device is None:
+            on_device = target.device.type == "cuda"
         if (on_device and out.stop_reason != "eos" and len(out.tokens) < max_new_tokens
                 and DeviceLoop.usable(target, drafter, acceptor, sampling, len(prompt), max_new_tokens)):
             loop = device_loop(target, drafter, replay)

@@ -246,7 +246,7 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
         timer = PhaseTimer(cfg.runtime.device, enabled=cfg.timing.phase_events)
         return generate(session, drafter, ids, max_new_tokens=new_tokens, sampling=sampling, stop_ids=stops,
                         generator=generator, timer=timer, acceptor=outer_for(question.category),
-                        on_device=cfg.engine.device_loop)
+                        on_device=None if cfg.engine.device_loop else False)
 
     todo = pending(cfg, store, questions)
     if not todo:
