@@ -112,12 +112,11 @@ class DeviceLoop:
     def _settle_step(self, best, hidden, tree, scalars, want):
         count, rows, out = self._accept(tree[0], tree[1], best, self.depth, want[0] if self.replay else None)
         length = scalars[1]
-        slots = torch.arange(self.depth + 1, device=rows.device)
-        self.target.runner.cache.keep(length + rows, length + slots)
+        moves = length + torch.stack([rows, torch.arange(self.depth + 1, device=rows.device)])
         kept = hidden.index_select(0, rows)
         after = torch.stack([out.gather(0, count.view(1))[0], length + count + 1])
         packet = torch.cat([count.view(1), out, tree.flatten()])
-        return out, kept, count, length, after, packet
+        return out, kept, count, length.clone(), after, moves, packet
 
     def run(self, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int], timer: PhaseTimer,
             rule: ReplayAcceptance | None) -> float:
@@ -159,7 +158,10 @@ class DeviceLoop:
         with timer.phase("accept"):
             best = logits.argmax(-1)
             outputs = self._settle_graph(tree.shape[1])(best, hidden, tree, scalars, want)
-            packet = outputs[-1]
+            *outputs, moves, packet = outputs
+            # the K/V compaction outside the graph: a capture runs its function more than once, and a move is not
+            # idempotent (a kept row can land on a slot another kept row is read from)
+            self.target.runner.cache.keep(moves[0], moves[1])
             if host is None:
                 host = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
             host.copy_(packet, non_blocking=self.pinned)
@@ -167,7 +169,7 @@ class DeviceLoop:
             if done is not None:
                 done.record()
         self._ring[step % self.RING] = (self._ring[step % self.RING][0], host, done)
-        return DeviceCommit(*outputs[:-1]), (host, done, tree.shape[1])
+        return DeviceCommit(*outputs), (host, done, tree.shape[1])
 
     def _read(self, packet, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
         """Take a finished step's tokens as the host loop does; True when the generation ends with it."""

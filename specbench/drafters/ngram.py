@@ -85,13 +85,13 @@ def lookup_on_device(history: torch.Tensor, length: torch.Tensor, min_n: int, ma
     "repeat"``). Returns the proposal [num_tokens]."""
     size = history.numel()
     start = torch.arange(size, device=history.device)
-    last = length - 1
-    proposal = history[last].expand(num_tokens)
+    last = (length - 1).view(1)  # index tensors of one element: a 0-dim one would be read on the host
+    proposal = history.index_select(0, last).expand(num_tokens)
     for n in range(min_n, max_n + 1):  # a longer n-gram that recurs replaces a shorter one's proposal
         # windows starting at 0 … length-n-1 (each followed by at least one token) that equal the last n tokens
         same = (start < length - n) & (n <= last)
         for j in range(n):
-            same &= history.roll(-j) == history[(length - n + j).clamp(min=0)]
+            same &= history.roll(-j) == history.index_select(0, (last - n + 1 + j).clamp(min=0))
         order = -start if match == "earliest" else start
         begin = torch.where(same, order, -2 * size).argmax() + n
         found = history[torch.minimum(begin + torch.arange(num_tokens, device=history.device), last)]
