@@ -127,7 +127,7 @@ class DeviceLoop:
         scalars = torch.tensor([tokens[-1], target.length], device=target.device)
         commit, step, pending = None, 0, []
         while True:
-            commit, packet = self._enqueue(step, commit, scalars, timer, rule)
+            commit, packet = self._enqueue(step, commit, scalars, timer, rule, tokens)
             scalars = commit.scalars
             pending.append(packet)
             step += 1
@@ -141,7 +141,7 @@ class DeviceLoop:
                 return done
 
     def _enqueue(self, step: int, commit: DeviceCommit | None, scalars: torch.Tensor, timer: PhaseTimer,
-                 rule: ReplayAcceptance | None):
+                 rule: ReplayAcceptance | None, tokens: list[int]):
         want, host, done = self._ring[step % self.RING]
         if done is not None:
             done.synchronize()  # this slot's last step has been read
@@ -152,7 +152,7 @@ class DeviceLoop:
             want = torch.full((1,), wanted, device=self.target.device)
         timer.next_step()
         with timer.phase("draft"):
-            tree = self.drafter.propose_on_device(commit)
+            tree = self.drafter.propose_on_device(commit, tokens)
         with timer.phase("verify"):
             logits, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers)
         with timer.phase("accept"):

@@ -51,9 +51,10 @@ class Drafter(ABC):
     def propose(self, tokens: list[int], room: int) -> Draft:
         """A draft of at most ``room`` nodes that continues the committed ``tokens``."""
 
-    def propose_on_device(self, commit) -> torch.Tensor:
-        """The draft tree [3, m] (tokens, parents, a NaN count) continuing ``commit`` (a ``DeviceCommit``; None right
-        after ``observe`` of the prompt), built without reading anything back to the host."""
+    def propose_on_device(self, commit, tokens: list[int]) -> torch.Tensor:
+        """The draft tree [3, m] (tokens, parents, a NaN count) continuing ``commit`` (a ``DeviceCommit``), built
+        without reading anything back to the host; right after ``observe`` of the prompt ``commit`` is None and
+        ``tokens`` (the prompt and the first token) is what the step continues."""
         raise NotImplementedError(f"drafter {self.name} drafts on the host")
 
     def describe(self) -> dict:

@@ -125,7 +125,7 @@ class EagleDrafter(Drafter):
 
         return Draft.from_device(tree, check)  # verified from the device: the host reads it during the verify
 
-    def propose_on_device(self, commit):
+    def propose_on_device(self, commit, tokens):
         if commit is None:  # the prompt's last output, from observe
             (h_root, logits_root), self._root = self._root, None
             self._start.numpy()[:] = (self.pairs, self.pairs)

@@ -112,14 +112,9 @@ class NgramDrafter(Drafter):
         self.drafts_on_device = conf.on_miss == "repeat" and conf.pad == "clamp"
         self.device_depth, self.device_tree_size = conf.num_tokens, conf.num_tokens + 1
         self._history: torch.Tensor | None = None  # the committed tokens, root included, on the target's device
-        self._prompt: list[int] = []
         self._lookup: GraphedCall | None = None
 
-    def observe(self, tokens, hidden, start):
-        if start == 0:
-            self._prompt = list(tokens)  # the prompt and the first token: the device loop's history starts with them
-
-    def propose_on_device(self, commit):
+    def propose_on_device(self, commit, tokens):
         """The lookup over the committed tokens, kept on the device: ``commit`` appends its path and bonus token."""
         runner, device = self.ctx.target.runner, self.ctx.target.device
         if self._history is None:  # one buffer for every generation: the lookup's graph writes into it
@@ -127,8 +122,8 @@ class NgramDrafter(Drafter):
             self._lookup = GraphedCall(self._propose_after, runner.pool, f"n-gram lookup ({self.device_depth})")
         run = self._lookup if runner.cuda_graphs else self._lookup.fn
         if commit is None:  # the prompt and the first token, staged once per generation
-            size = len(self._prompt)
-            self._history[:size] = torch.tensor(self._prompt)
+            size = len(tokens)
+            self._history[:size] = torch.tensor(tokens)
             length = torch.full((), size, device=device)
             return run(length, self._history[size - 1 : size].expand(self.device_depth + 1), length - 1)
         return run(commit.scalars[1] + 1, commit.tokens, commit.start + 1)
