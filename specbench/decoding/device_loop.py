@@ -105,7 +105,9 @@ class DeviceLoop:
     def _settle_graph(self, m: int):
         """accept, compact the target's cache and stage the drafter's inputs: one graph per tree size."""
         if m not in self._settle:
-            self._settle[m] = GraphedCall(self._settle_step, self.target.runner.pool, f"device acceptance ({m} nodes)")
+            # its own memory pool: its outputs carry a step's state past the next step's verify, whose intermediates
+            # would overwrite them if both graphs drew on one pool
+            self._settle[m] = GraphedCall(self._settle_step, None, f"device acceptance ({m} nodes)")
         call = self._settle[m]
         return call if self.target.runner.cuda_graphs else call.fn
 

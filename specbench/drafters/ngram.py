@@ -119,7 +119,9 @@ class NgramDrafter(Drafter):
         runner, device = self.ctx.target.runner, self.ctx.target.device
         if self._history is None:  # one buffer for every generation: the lookup's graph writes into it
             self._history = torch.zeros(runner.max_seq_len + self.device_depth + 2, dtype=torch.long, device=device)
-            self._lookup = GraphedCall(self._propose_after, runner.pool, f"n-gram lookup ({self.device_depth})")
+            # its own memory pool: the acceptance reads its chain after the verify, whose intermediates share the
+            # target's pool
+            self._lookup = GraphedCall(self._propose_after, None, f"n-gram lookup ({self.device_depth})")
         run = self._lookup if runner.cuda_graphs else self._lookup.fn
         if commit is None:  # the prompt and the first token, staged once per generation
             size = len(tokens)
