@@ -122,6 +122,9 @@ class NgramDrafter(Drafter):
             # its own memory pool: the acceptance reads its chain after the verify, whose intermediates share the
             # target's pool
             self._lookup = GraphedCall(self._propose_after, None, f"n-gram lookup ({self.device_depth})")
+            self._search = lookup_on_device  # compiled with the target: Inductor fuses its few dozen small kernels
+            if runner.compiled and runner.cuda_graphs:
+                self._search = torch.compile(lookup_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
         run = self._lookup if runner.cuda_graphs else self._lookup.fn
         if commit is None:  # the prompt and the first token, staged once per generation
             size = len(tokens)
@@ -137,7 +140,7 @@ class NgramDrafter(Drafter):
         history = self._history
         history.index_copy_(0, at + torch.arange(tokens.numel(), device=history.device), tokens)
         s = self.settings
-        proposal = lookup_on_device(history, length, s["min_n"], s["max_n"], s["num_tokens"], s["match"])
+        proposal = self._search(history, length, s["min_n"], s["max_n"], s["num_tokens"], s["match"])
         chain = torch.arange(-1, s["num_tokens"] - 1, device=history.device)
         return torch.stack([proposal, chain, torch.zeros_like(chain)])
 
