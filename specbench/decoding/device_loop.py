@@ -11,8 +11,8 @@ ends when step i's tokens reach the host (``Generation.dropped_steps`` counts it
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -23,6 +23,9 @@ from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.decoding.sampling import SamplingParams
 from specbench.decoding.session import ModelSession
+
+if TYPE_CHECKING:
+    from specbench.decoding.generate import Generation
 
 
 def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Tensor, depth: int,
@@ -120,7 +123,7 @@ class DeviceLoop:
         packet = torch.cat([count.view(1), out, tree.flatten()])
         return out, kept, count, length.clone(), after, moves, packet
 
-    def run(self, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int], timer: PhaseTimer,
+    def run(self, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int], timer: PhaseTimer,
             rule: ReplayAcceptance | None) -> float:
         """Decode until ``max_new_tokens`` or a stop id, appending to ``tokens`` and ``out`` as the host loop does;
         return the ``perf_counter`` time at which the last step's tokens reached the host."""
@@ -173,7 +176,7 @@ class DeviceLoop:
         self._ring[step % self.RING] = (self._ring[step % self.RING][0], host, done)
         return DeviceCommit(*outputs), (host, done, tree.shape[1])
 
-    def _read(self, packet, tokens: list[int], out, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
+    def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
         """Take a finished step's tokens as the host loop does; True when the generation ends with it."""
         host, done, m = packet
         if done is not None:
@@ -181,33 +184,21 @@ class DeviceLoop:
         values = host.tolist()
         count, d = values[0], self.depth
         accepted = values[1 : count + 2]  # the path's tokens and the bonus token
-        tree_tokens, parents, nan = (values[d + 2 + i * m : d + 2 + (i + 1) * m] for i in range(3))
+        parents, nan = (values[d + 2 + i * m : d + 2 + (i + 1) * m] for i in (1, 2))  # after the tree's tokens
         if nan and nan[0]:
             raise FloatingPointError(f"EAGLE draft tree: {nan[0]} candidates have NaN cumulative log-probs: the "
                                      "head's forward produced non-finite logits")
         self.target.tokens += [tokens[-1]] + accepted[:-1]
         tokens += accepted
-        new = accepted[: max_new_tokens - len(out.tokens)]
-        stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
-        if stop_at is not None:
-            new, out.stop_reason = new[: stop_at + 1], "eos"
-        out.tokens += new
-        out.accept_lengths.append(len(new))
-        out.drafted.append(m)
-        depth = []
+        depth: list[int] = []
         for p in parents:
             depth.append(1 if p < 0 else depth[p] + 1)
-        out.draft_depths.append(max(depth, default=0))
-        return out.stop_reason == "eos" or len(out.tokens) >= max_new_tokens
-
-
-_loops: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        return out.add_step(accepted, m, max(depth, default=0), max_new_tokens, stop_ids)
 
 
 def device_loop(target: ModelSession, drafter: Drafter, replay: bool) -> DeviceLoop:
     """The ``DeviceLoop`` of ``drafter`` on ``target`` for greedy or replayed acceptance, built once."""
-    loops = _loops.setdefault(drafter, {})
     key = (id(target), replay)
-    if key not in loops:
-        loops[key] = DeviceLoop(target, drafter, replay)
-    return loops[key]
+    if key not in drafter.device_loops:
+        drafter.device_loops[key] = DeviceLoop(target, drafter, replay)
+    return drafter.device_loops[key]

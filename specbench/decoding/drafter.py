@@ -36,6 +36,7 @@ class Drafter(ABC):
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx
+        self.device_loops: dict = {}  # its ``DeviceLoop`` per (target, acceptance): graphs kept across generations
 
     def reset(self) -> None:
         """Forget the previous sequence (a new prompt follows)."""

@@ -51,6 +51,20 @@ class Generation:
     def tau(self) -> float:
         return sum(self.accept_lengths) / self.steps if self.steps else 1.0
 
+    def add_step(self, committed: list[int], drafted: int, depth: int, max_new_tokens: int,
+                 stop_ids: frozenset[int]) -> bool:
+        """Record a step that committed ``committed`` (its path and bonus token), cut at ``max_new_tokens`` and after a
+        stop id; True when the generation ends with it."""
+        new = committed[: max_new_tokens - len(self.tokens)]
+        stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
+        if stop_at is not None:
+            new, self.stop_reason = new[: stop_at + 1], "eos"
+        self.tokens += new
+        self.accept_lengths.append(len(new))
+        self.drafted.append(drafted)
+        self.draft_depths.append(depth)
+        return self.stop_reason == "eos" or len(self.tokens) >= max_new_tokens
+
 
 def speculative_step(
     target: ModelSession,
@@ -124,14 +138,7 @@ def generate(
         while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
             timer.next_step()
             draft, result = speculative_step(target, drafter, tokens, sampling, generator, timer, acceptor)
-            new = result.tokens[: max_new_tokens - len(out.tokens)]
-            stop_at = next((i for i, t in enumerate(new) if t in stop_ids), None)
-            if stop_at is not None:
-                new, out.stop_reason = new[: stop_at + 1], "eos"
-            out.tokens += new
-            out.accept_lengths.append(len(new))
-            out.drafted.append(len(draft))
-            out.draft_depths.append(max(draft.depths, default=0))
+            out.add_step(result.tokens, len(draft), max(draft.depths, default=0), max_new_tokens, stop_ids)
         synchronize(target.device)  # a dropped step ends here, after ``end``: the tokens were all on the host then
         out.prefill_s, out.decode_s = t1 - t0, (end or time.perf_counter()) - t1
     finally:
