@@ -133,7 +133,8 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
         if outer is not None:
             outer.steps = 0
         return generate(session, drafter, prompt, max_new_tokens=tokens, timer=timer,
-                        acceptor=outer if outer is not None else accept, on_device=None if engine.execution.device_loop else False)
+                        acceptor=outer if outer is not None else accept,
+                        on_device=None if engine.execution.device_loop else False)
 
     run(new_tokens)  # warm-up: compiles, captures every graph the steps use
     warmup_s = time.monotonic() - t0
@@ -171,8 +172,8 @@ def markdown(result: dict) -> str:
     lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
              f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance, "
-             f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}; tok/s = committed tokens "
-             "per second of the decoding loop.", "",
+             f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}; "
+             "tok/s = committed tokens per second of the decoding loop.", "",
              "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
              "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) |", "|" + "---|" * 9]
     for row in result["methods"]:

@@ -65,6 +65,15 @@ def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Te
 
 
 @dataclass
+class _Slot:
+    """A step's host buffers: its imposed accept length (pinned, in) and its packet (pinned, out)."""
+
+    want: torch.Tensor
+    host: torch.Tensor | None = None
+    done: torch.cuda.Event | None = None  # recorded after the packet's copy
+
+
+@dataclass
 class DeviceCommit:
     """A step's commit, on the device: what the drafter reads to draft the next step."""
 
@@ -89,8 +98,7 @@ class DeviceLoop:
         self._accept = accept_on_device  # compiled with the target: Inductor fuses its few dozen tiny kernels
         if runner.compiled and runner.cuda_graphs:
             self._accept = torch.compile(accept_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
-        self._ring = [(torch.zeros(1, dtype=torch.long, pin_memory=self.pinned), None, None)
-                      for _ in range(self.RING)]
+        self._ring = [_Slot(torch.zeros(1, dtype=torch.long, pin_memory=self.pinned)) for _ in range(self.RING)]
 
     @staticmethod
     def usable(target: ModelSession, drafter: Drafter, acceptor, sampling: SamplingParams, prompt_len: int,
@@ -147,10 +155,11 @@ class DeviceLoop:
 
     def _enqueue(self, step: int, commit: DeviceCommit | None, scalars: torch.Tensor, timer: PhaseTimer,
                  rule: ReplayAcceptance | None, tokens: list[int]):
-        want, host, done = self._ring[step % self.RING]
-        if done is not None:
-            done.synchronize()  # this slot's last step has been read
+        slot = self._ring[step % self.RING]
+        if slot.done is not None:
+            slot.done.synchronize()  # this slot's last step has been read
         wanted = rule.length() - 1 if rule is not None else 0
+        want = slot.want
         if self.target.runner.cuda_graphs:  # copied in by the graph, after this slot's last copy has finished
             want.numpy()[0] = wanted
         else:
@@ -167,14 +176,13 @@ class DeviceLoop:
             # the K/V compaction outside the graph: a capture runs its function more than once, and a move is not
             # idempotent (a kept row can land on a slot another kept row is read from)
             self.target.runner.cache.keep(moves[0], moves[1])
-            if host is None:
-                host = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
-            host.copy_(packet, non_blocking=self.pinned)
-            done = torch.cuda.Event() if self.pinned else None
-            if done is not None:
-                done.record()
-        self._ring[step % self.RING] = (self._ring[step % self.RING][0], host, done)
-        return DeviceCommit(*outputs), (host, done, tree.shape[1])
+            if slot.host is None:
+                slot.host = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
+            slot.host.copy_(packet, non_blocking=self.pinned)
+            slot.done = torch.cuda.Event() if self.pinned else None
+            if slot.done is not None:
+                slot.done.record()
+        return DeviceCommit(*outputs), (slot.host, slot.done, tree.shape[1])
 
     def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
         """Take a finished step's tokens as the host loop does; True when the generation ends with it."""

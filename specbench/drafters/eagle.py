@@ -110,8 +110,7 @@ class EagleDrafter(Drafter):
         budget = min(self.tree_size - 1, room)
         if budget < 1:
             return Draft.empty()
-        self._start.numpy()[:] = (len(tokens) - 1, self.pairs)  # numpy: two torch item writes cost ~10 us each
-        start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
+        start = self._staged_start(len(tokens) - 1)
         tree, all_tokens, all_scores, all_parents = self._expand(h_root, logits_root, start)
         if budget < tree.shape[1]:  # near the end of the cache: fewer nodes, read on the host (no graph per size)
             tokens, parents, nan = select_tree(all_tokens, all_scores, all_parents, budget).tolist()
@@ -128,13 +127,17 @@ class EagleDrafter(Drafter):
     def propose_on_device(self, commit, tokens):
         if commit is None:  # the prompt's last output, from observe
             (h_root, logits_root), self._root = self._root, None
-            self._start.numpy()[:] = (self.pairs, self.pairs)
-            start = self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
+            start = self._staged_start(self.pairs)
         else:  # the kept (feature, next token) pairs; the root sits at the target's new length, as do the pairs
             logits_root, h_root = self.runner.chain_on_device(commit.tokens, commit.count + 1, commit.start,
                                                               features=self.head.features(commit.kept))
             start = commit.scalars[1:].expand(2)
         return self._expand(h_root, logits_root, start)[0]
+
+    def _staged_start(self, root_pos: int) -> torch.Tensor:
+        """The expansion's ``start`` (root position, head-cache pairs) from the host, through pinned memory."""
+        self._start.numpy()[:] = (root_pos, self.pairs)  # numpy: two torch item writes cost ~10 us each
+        return self._start if self.runner.cuda_graphs else self._start.to(self.runner.device)
 
     def _expand(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):
         """The whole tree expansion and selection, one CUDA graph when graphs are on (its inputs are all tensors)."""

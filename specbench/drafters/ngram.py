@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-
 import torch
 
 from specbench.config import require
@@ -113,6 +112,7 @@ class NgramDrafter(Drafter):
         self.device_depth, self.device_tree_size = conf.num_tokens, conf.num_tokens + 1
         self._history: torch.Tensor | None = None  # the committed tokens, root included, on the target's device
         self._lookup: GraphedCall | None = None
+        self._search = lookup_on_device
 
     def propose_on_device(self, commit, tokens):
         """The lookup over the committed tokens, kept on the device: ``commit`` appends its path and bonus token."""
@@ -122,8 +122,7 @@ class NgramDrafter(Drafter):
             # its own memory pool: the acceptance reads its chain after the verify, whose intermediates share the
             # target's pool
             self._lookup = GraphedCall(self._propose_after, None, f"n-gram lookup ({self.device_depth})")
-            self._search = lookup_on_device  # compiled with the target: Inductor fuses its few dozen small kernels
-            if runner.compiled and runner.cuda_graphs:
+            if runner.compiled and runner.cuda_graphs:  # Inductor fuses the search's few dozen small kernels
                 self._search = torch.compile(lookup_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
         run = self._lookup if runner.cuda_graphs else self._lookup.fn
         if commit is None:  # the prompt and the first token, staged once per generation
