@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from specbench.decoding.acceptance import accept_greedy
+from specbench.decoding.acceptance import accept, accept_greedy
 from specbench.decoding.device_loop import DeviceLoop, accept_on_device
 from specbench.decoding.draft import Draft
 from specbench.decoding.generate import generate
@@ -73,7 +73,7 @@ def prompts(n: int = 5):
     return [torch.randint(3, 96, (4 + 3 * i,), generator=g).tolist() for i in range(n)]
 
 
-@pytest.mark.parametrize("name", ["eagle", "eagle3", "ngram_repeat"])
+@pytest.mark.parametrize("name", ["none", "eagle", "eagle3", "ngram_repeat"])
 @pytest.mark.parametrize("replayed", [False, True])
 def test_device_steps_equal_host_steps(stack, name, replayed):
     drafter = stack.drafter(name, strong=True)
@@ -89,9 +89,40 @@ def test_device_steps_equal_host_steps(stack, name, replayed):
         assert (host.dropped_steps, dev.dropped_steps) == (0, 1)  # the device ran one step past the end
         assert set(dev.phase_ms) == set(host.phase_ms) == {-1, *range(dev.steps)}  # the dropped step's: not kept
         lengths += dev.accept_lengths
-    assert len(set(lengths)) > 2  # drafts accepted, in varying lengths: the comparison tested paths
+    assert len(set(lengths)) > 2 or name == "none"  # drafts accepted, in varying lengths: the comparison tested paths
     if replayed:
         assert rules[0].steps == rules[1].steps  # the dropped step's imposed length goes to the next step
+
+
+def hierspec_pair(stack, drafter, prompt, inner_replayed: bool, device: bool):
+    """Host and device generations of HierSpec with the target's acceptance replayed, each with fresh rules."""
+    runs = []
+    for on_device in (False, True):
+        drafter.ctx.acceptor = ReplayAcceptance(trace=[3, 1, 2]) if inner_replayed else accept
+        outer = ReplayAcceptance(trace=[3, 1, 7, 2, 7, 5])  # 7: the whole chain (4-6 tokens)
+        out = generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=on_device, acceptor=outer,
+                       **({} if device else {"timer": PhaseTimer("cpu")}))
+        runs.append((out, outer.steps, drafter.ctx.acceptor.steps if inner_replayed else None))
+    return runs
+
+
+@pytest.mark.parametrize("name", ["hierspec", "hierspec3"])
+@pytest.mark.parametrize("inner_replayed", [False, True])
+def test_hierspec_device_steps_equal_host_steps(stack, name, inner_replayed):
+    """HierSpec's rounds from the device: a varying number of rounds per step, the intermediate rolled back to the
+    target's replayed count, and the chain's last token run through it when the target keeps the whole chain."""
+    drafter = stack.drafter(name)
+    whole, partial, sizes = 0, 0, set()
+    for prompt in prompts():
+        (host, *host_steps), (dev, *dev_steps) = hierspec_pair(stack, drafter, prompt, inner_replayed, device=False)
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
+        assert dev.drafted == host.drafted and dev.draft_depths == host.draft_depths
+        assert dev.dropped_steps == 1 and dev_steps == host_steps  # the dropped step's rounds go to the next step
+        assert set(dev.phase_ms) == {-1, *range(dev.steps)}
+        whole += sum(a == d + 1 for a, d in zip(dev.accept_lengths[:-1], dev.drafted))
+        partial += sum(a <= d for a, d in zip(dev.accept_lengths[:-1], dev.drafted))
+        sizes |= set(dev.drafted)
+    assert whole and partial and len(sizes) > 1  # both rollbacks, and chains of several lengths (rounds)
 
 
 def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
@@ -99,11 +130,12 @@ def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
     eagle, ngram = stack.drafter("eagle", strong=True), stack.drafter("ngram")  # no draft on a miss: sizes vary
     session = stack.session
     assert DeviceLoop.usable(session, eagle, ReplayAcceptance(tau=2), SamplingParams(), 10, 30)
-    from specbench.decoding.acceptance import accept
-
     assert DeviceLoop.usable(session, eagle, accept, SamplingParams(), 10, 30)
     assert not DeviceLoop.usable(session, eagle, accept, SamplingParams(temperature=0.8), 10, 30)
     assert not DeviceLoop.usable(session, ngram, accept, SamplingParams(), 10, 30)
+    hierspec = stack.drafter("hierspec")  # its rollback needs the target's count on the host before the step runs
+    assert DeviceLoop.usable(session, hierspec, ReplayAcceptance(tau=2), SamplingParams(), 10, 30)
+    assert not DeviceLoop.usable(session, hierspec, accept, SamplingParams(), 10, 30)
     room = session.runner.max_seq_len
     assert not DeviceLoop.usable(session, eagle, accept, SamplingParams(), 10, room - 10)
     prompt = prompts()[0]
@@ -124,7 +156,7 @@ def test_eos_found_on_the_device_path_stops_like_the_host_path(stack):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("replayed", [False, True])
-@pytest.mark.parametrize("name", ["eagle", "ngram_repeat"])
+@pytest.mark.parametrize("name", ["none", "eagle", "ngram_repeat"])
 def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed, name):
     """The GPU path: the acceptance graph, pinned ring buffers, the host reading one step behind."""
     stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
@@ -134,3 +166,15 @@ def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed, name
                               **({"acceptor": ReplayAcceptance(trace=[3, 1, 4, 2, 4])} if replayed else {}))
                      for on_device in (False, True))
         assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths and dev.dropped_steps == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("inner_replayed", [False, True])
+def test_hierspec_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, inner_replayed):
+    """HierSpec's rounds on the GPU: pinned packets read mid-step, the round graphs' outputs copied before reuse."""
+    stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
+    drafter = stack.drafter("hierspec")
+    for prompt in prompts():
+        (host, *host_steps), (dev, *dev_steps) = hierspec_pair(stack, drafter, prompt, inner_replayed, device=True)
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths and dev.dropped_steps == 1
+        assert dev.drafted == host.drafted and dev_steps == host_steps

@@ -35,7 +35,7 @@ def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Te
 
     ``tokens`` / ``parents`` [m]: the tree, parents first (-1: the root); ``best`` [m + 1]: the target's argmax of
     each verify row (row 0 the root); ``depth``: the most nodes a path holds. Returns ``count`` (accepted nodes, a
-    scalar), ``rows`` [depth + 1] (the kept verify rows: the root's, the path's, then j at every j > count) and
+    scalar), ``rows`` [depth + 1] (the kept verify rows: the root's, the path's, then min(j, m) at every j > count) and
     ``out`` [depth + 1] (the path's tokens, the bonus token, then 0).
     """
     m, device = tokens.numel(), tokens.device
@@ -58,7 +58,7 @@ def accept_on_device(tokens: torch.Tensor, parents: torch.Tensor, best: torch.Te
         going = going & eligible.any()
         count = count + going.long()
         row = torch.where(going, pick + 1, row)
-        rows.append(torch.where(going, pick + 1, level + 1))
+        rows.append(torch.where(going, pick + 1, min(level + 1, m)))  # padding: in place, inside the verify
         out.append(torch.where(going, tokens.index_select(0, pick), 0))
     out = torch.cat(out + [torch.zeros_like(row)]).scatter(0, count, best.index_select(0, row))
     return count[0], torch.cat(rows), out
@@ -80,8 +80,55 @@ class DeviceCommit:
     tokens: torch.Tensor  # [depth + 1]: the accepted path's tokens, the bonus token, then padding
     kept: torch.Tensor  # [depth + 1, h]: the verify's output rows of the kept tokens (root first), then padding
     count: torch.Tensor  # []: accepted draft nodes (count + 1 tokens are kept)
-    start: torch.Tensor  # []: the target's length before the commit, the slot of the first kept token
-    scalars: torch.Tensor  # [2]: the next root token and the target's length after the commit
+    start: torch.Tensor  # []: the session's length before the commit, the slot of the first kept token
+    scalars: torch.Tensor  # [2]: the next root token and the session's length after the commit
+    wanted: int | None = None  # replayed acceptance: the accepted nodes it imposed (the host knows it in advance)
+
+
+class DeviceAcceptance:
+    """Accept a tree verified on ``session`` and commit it, all on the device: the path (``accept_on_device``), the
+    session's K/V compaction, and the next step's inputs (``DeviceCommit``). One graph per tree size."""
+
+    def __init__(self, session: ModelSession, depth: int, replay: bool):
+        self.session, self.depth, self.replay = session, depth, replay
+        self._graphs: dict[int, GraphedCall] = {}
+        runner = session.runner
+        self._accept = accept_on_device  # compiled with the model: Inductor fuses its few dozen tiny kernels
+        if runner.compiled and runner.cuda_graphs:
+            self._accept = torch.compile(accept_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
+
+    def __call__(self, logits: torch.Tensor, hidden: torch.Tensor, tree: torch.Tensor, scalars: torch.Tensor,
+                 want: torch.Tensor) -> tuple[DeviceCommit, torch.Tensor]:
+        """The commit of a verify's ``logits`` / ``hidden`` over ``tree`` [3, m] at ``scalars`` (root, start), and
+        its packet for the host: the count, the path's tokens and the bonus token, then the tree's rows.
+        ``want`` [1]: the imposed accepted nodes (replay; read by the graph, so a pinned buffer may hold it)."""
+        m = tree.shape[1]
+        if m not in self._graphs:
+            # its own memory pool: its outputs carry a step's state past the next step's verify, whose intermediates
+            # would overwrite them if both graphs drew on one pool
+            self._graphs[m] = GraphedCall(self._step, None, f"device acceptance ({m} nodes)")
+        call = self._graphs[m] if self.session.runner.cuda_graphs else self._graphs[m].fn
+        *outputs, moves, packet = call(logits.argmax(-1), hidden, tree, scalars, want)
+        if self.depth:  # the K/V compaction outside the graph: a capture runs its function more than once, and a
+            # move is not idempotent (a kept row can land on a slot another kept row is read from)
+            self.session.runner.cache.keep(moves[0], moves[1])
+        return DeviceCommit(*outputs), packet
+
+    def _step(self, best, hidden, tree, scalars, want):
+        count, rows, out = self._accept(tree[0], tree[1], best, self.depth, want[0] if self.replay else None)
+        length = scalars[1]
+        moves = length + torch.stack([rows, torch.arange(self.depth + 1, device=rows.device)])
+        kept = hidden.index_select(0, rows)
+        after = torch.stack([out.gather(0, count.view(1))[0], length + count + 1])
+        packet = torch.cat([count.view(1), out, tree.flatten()])
+        return out, kept, count, length.clone(), after, moves, packet
+
+
+def refuse_nan_tree(nan: int) -> None:
+    """Raise for a draft tree whose pool held ``nan`` NaN cumulative log-probs (its packet's count)."""
+    if nan:
+        raise FloatingPointError(f"EAGLE draft tree: {nan} candidates have NaN cumulative log-probs: the head's "
+                                 "forward produced non-finite logits")
 
 
 class DeviceLoop:
@@ -93,43 +140,23 @@ class DeviceLoop:
         self.target, self.drafter, self.replay = target, drafter, replay
         self.depth = drafter.device_depth
         self.pinned = target.device.type == "cuda"
-        self._settle: dict[int, GraphedCall] = {}
-        runner = target.runner
-        self._accept = accept_on_device  # compiled with the target: Inductor fuses its few dozen tiny kernels
-        if runner.compiled and runner.cuda_graphs:
-            self._accept = torch.compile(accept_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
+        self._acceptance = DeviceAcceptance(target, self.depth, replay)
         self._ring = [_Slot(torch.zeros(1, dtype=torch.long, pin_memory=self.pinned)) for _ in range(self.RING)]
 
     @staticmethod
     def usable(target: ModelSession, drafter: Drafter, acceptor, sampling: SamplingParams, prompt_len: int,
                max_new_tokens: int) -> bool:
-        """Whether a generation can run on the device: a drafter that drafts there, greedy or replayed acceptance,
-        and a cache with room for every step at full size (near the end the host loop shrinks the tree): the step
-        enqueued before the host knows the last one ended starts at most ``depth`` tokens past ``max_new_tokens``."""
+        """Whether a generation can run on the device: a drafter that drafts there, greedy or replayed acceptance
+        (replayed for a drafter that needs the last step's count on the host), and a cache with room for every step
+        at full size (near the end the host loop shrinks the tree): the step enqueued before the host knows the last
+        one ended starts at most ``depth`` tokens past ``max_new_tokens``."""
         if not drafter.drafts_on_device:
             return False
-        if not (isinstance(acceptor, ReplayAcceptance) or (acceptor is accept and sampling.greedy)):
+        replay = isinstance(acceptor, ReplayAcceptance)
+        if not (replay or (acceptor is accept and sampling.greedy and not drafter.device_count_on_host)):
             return False
         need = prompt_len + max_new_tokens + drafter.device_depth + drafter.device_tree_size
         return need <= target.runner.max_seq_len
-
-    def _settle_graph(self, m: int):
-        """accept, compact the target's cache and stage the drafter's inputs: one graph per tree size."""
-        if m not in self._settle:
-            # its own memory pool: its outputs carry a step's state past the next step's verify, whose intermediates
-            # would overwrite them if both graphs drew on one pool
-            self._settle[m] = GraphedCall(self._settle_step, None, f"device acceptance ({m} nodes)")
-        call = self._settle[m]
-        return call if self.target.runner.cuda_graphs else call.fn
-
-    def _settle_step(self, best, hidden, tree, scalars, want):
-        count, rows, out = self._accept(tree[0], tree[1], best, self.depth, want[0] if self.replay else None)
-        length = scalars[1]
-        moves = length + torch.stack([rows, torch.arange(self.depth + 1, device=rows.device)])
-        kept = hidden.index_select(0, rows)
-        after = torch.stack([out.gather(0, count.view(1))[0], length + count + 1])
-        packet = torch.cat([count.view(1), out, tree.flatten()])
-        return out, kept, count, length.clone(), after, moves, packet
 
     def run(self, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int], timer: PhaseTimer,
             rule: ReplayAcceptance | None) -> float:
@@ -151,6 +178,7 @@ class DeviceLoop:
                 out.dropped_steps = len(pending)
                 if rule is not None:
                     rule.steps -= len(pending)  # the dropped step's imposed length is the next step's
+                drafter.drop_device_step()
                 return done
 
     def _enqueue(self, step: int, commit: DeviceCommit | None, scalars: torch.Tensor, timer: PhaseTimer,
@@ -170,19 +198,16 @@ class DeviceLoop:
         with timer.phase("verify"):
             logits, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers)
         with timer.phase("accept"):
-            best = logits.argmax(-1)
-            outputs = self._settle_graph(tree.shape[1])(best, hidden, tree, scalars, want)
-            *outputs, moves, packet = outputs
-            # the K/V compaction outside the graph: a capture runs its function more than once, and a move is not
-            # idempotent (a kept row can land on a slot another kept row is read from)
-            self.target.runner.cache.keep(moves[0], moves[1])
-            if slot.host is None:
-                slot.host = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
-            slot.host.copy_(packet, non_blocking=self.pinned)
+            commit, packet = self._acceptance(logits, hidden, tree, scalars, want)
+            commit.wanted = wanted if rule is not None else None
+            if slot.host is None or slot.host.numel() < packet.numel():  # a drafter's trees may vary in size
+                slot.host = torch.empty(packet.numel(), dtype=packet.dtype, pin_memory=self.pinned)
+            host = slot.host[: packet.numel()]
+            host.copy_(packet, non_blocking=self.pinned)
             slot.done = torch.cuda.Event() if self.pinned else None
             if slot.done is not None:
                 slot.done.record()
-        return DeviceCommit(*outputs), (slot.host, slot.done, tree.shape[1])
+        return commit, (host, slot.done, tree.shape[1])
 
     def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
         """Take a finished step's tokens as the host loop does; True when the generation ends with it."""
@@ -193,9 +218,7 @@ class DeviceLoop:
         count, d = values[0], self.depth
         accepted = values[1 : count + 2]  # the path's tokens and the bonus token
         parents, nan = (values[d + 2 + i * m : d + 2 + (i + 1) * m] for i in (1, 2))  # after the tree's tokens
-        if nan and nan[0]:
-            raise FloatingPointError(f"EAGLE draft tree: {nan[0]} candidates have NaN cumulative log-probs: the "
-                                     "head's forward produced non-finite logits")
+        refuse_nan_tree(nan[0] if nan else 0)
         self.target.tokens += [tokens[-1]] + accepted[:-1]
         tokens += accepted
         depth: list[int] = []

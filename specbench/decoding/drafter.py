@@ -32,7 +32,8 @@ class Drafter(ABC):
     reads_hidden = True  # False: ``observe`` gets no hidden states after a verify (nothing is gathered for it)
     drafts_on_device = False  # True: ``propose_on_device`` drafts from a commit left on the device (``DeviceLoop``)
     device_depth = 0  # with drafts_on_device: the most nodes one path of its tree holds
-    device_tree_size = 0  # with drafts_on_device: the nodes of its tree, the root included
+    device_tree_size = 0  # with drafts_on_device: the cache slots a step needs past its start besides ``depth``
+    device_count_on_host = False  # drafting needs the last step's accepted count on the host: replayed acceptance only
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx
@@ -57,6 +58,10 @@ class Drafter(ABC):
         without reading anything back to the host; right after ``observe`` of the prompt ``commit`` is None and
         ``tokens`` (the prompt and the first token) is what the step continues."""
         raise NotImplementedError(f"drafter {self.name} drafts on the host")
+
+    def drop_device_step(self) -> None:
+        """The step a ``DeviceLoop`` enqueued past the end of a generation is dropped: undo what drafting it changed on
+        the host (a replayed acceptance's step counter)."""
 
     def describe(self) -> dict:
         """Facts recorded in every result row besides the drafter's settings (``drafter.*`` columns)."""

@@ -7,6 +7,13 @@ intermediate's committed tokens are samples of its own distribution, which is re
 distribution for the target's rejection sampling. The intermediate's prefill is timed as drafter prefill.
 The head is an EAGLE-1/2 head, or an EAGLE-3 head (SpecMQuant §4.4), which reads the intermediate's three
 feature layers; either drives EAGLE-2's dynamic tree.
+
+From the device (``DeviceLoop``, the target's acceptance replayed): every round drafts, verifies, accepts and commits
+on the device (``DeviceAcceptance``), and the chain's tokens and the intermediate's rows stay there. The host reads
+a round's accepted count only when the rounds it has enqueued might already reach ``min_draft`` (one sync per step
+when two rounds suffice), and tracks every length: the target's replayed count tells it how much of the chain was
+kept, so it rolls the intermediate back and, when the whole chain was accepted, runs the chain's last token through
+the intermediate, as the host loop does.
 """
 
 from __future__ import annotations
@@ -16,8 +23,11 @@ from dataclasses import dataclass, field
 import torch
 
 from specbench.config import ModelConf, QuantConf, require
+from specbench.decoding.acceptance import accept
+from specbench.decoding.device_loop import DeviceAcceptance, DeviceCommit, refuse_nan_tree
 from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import DraftContext, Drafter
+from specbench.decoding.replay import ReplayAcceptance
 from specbench.decoding.session import ModelSession
 from specbench.drafters.draft_model import check_same_vocab, second_model
 from specbench.drafters.eagle import EagleDrafter
@@ -50,6 +60,7 @@ class HierSpecConf(DrafterConf):
 class HierSpecDrafter(Drafter):
     name = "hierspec"
     reads_hidden = False
+    device_count_on_host = True  # the rollback of the intermediate follows the target's count
 
     def __init__(self, ctx: DraftContext, session: ModelSession, head: DraftHead, min_draft: int,
                  inner_depth: int, inner_tree_size: int, topk: int):
@@ -61,11 +72,23 @@ class HierSpecDrafter(Drafter):
         self.inner = EagleDrafter(DraftContext(session, ctx.sampling, ctx.generator), head, topk, inner_depth,
                                   inner_tree_size)
         self._known: tuple[int, torch.Tensor] | None = None  # the intermediate's output rows from a position on
+        # from the device: the chain's longest (rounds stop at min_draft; the last adds up to inner_depth + 1 tokens)
+        self.device_depth = min_draft + inner_depth
+        self.device_tree_size = self.device_depth + inner_tree_size  # the intermediate runs up to a chain ahead
+        self._rounds: _DeviceRounds | None = None
+
+    @property
+    def drafts_on_device(self) -> bool:
+        """Its rounds run from the device when the intermediate's acceptance can: replayed, or greedy."""
+        acceptor = self.ctx.acceptor
+        return isinstance(acceptor, ReplayAcceptance) or (acceptor is accept and self.ctx.sampling.greedy)
 
     def reset(self):
         self.session.reset()
         self.inner.reset()
         self._known = None
+        if self._rounds is not None:
+            self._rounds.last = None
 
     def observe(self, tokens, hidden, start):
         if start == 0:  # prefill the intermediate model and the head on the prompt
@@ -120,6 +143,122 @@ class HierSpecDrafter(Drafter):
             seq += result.tokens
         seq = seq[:room]
         return Draft.chain(seq, torch.cat(probs)[: len(seq)] if probs else None)
+
+    def propose_on_device(self, commit, tokens):
+        if self._rounds is None:
+            self._rounds = _DeviceRounds(self)
+        return self._rounds.propose(commit, tokens)
+
+    def drop_device_step(self):
+        if self._rounds is not None and isinstance(self.ctx.acceptor, ReplayAcceptance):
+            self.ctx.acceptor.steps -= self._rounds.last_rounds  # the dropped step's rounds are the next step's
+
+
+@dataclass
+class _Chain:
+    """What a step drafted, for the next step's rollback: lengths on the host, tokens and rows on the device."""
+
+    base: int  # the target's (and the intermediate's) length when the step started
+    seq: torch.Tensor  # [m]: the chain, the target's draft
+    rows: torch.Tensor  # [m, h]: the intermediate's output rows at slots base … base + m - 1
+    last_round: int  # the intermediate's length before the last round (its pairs the head has not yet read)
+
+
+class _DeviceRounds:
+    """HierSpec's rounds enqueued from the device: the intermediate's acceptance and commit there, lengths on the
+    host. The host reads accepted counts only once the rounds enqueued might reach ``min_draft``."""
+
+    def __init__(self, drafter: HierSpecDrafter):
+        self.drafter, self.session, self.inner = drafter, drafter.session, drafter.inner
+        self.replay = isinstance(drafter.ctx.acceptor, ReplayAcceptance)
+        self.acceptance = DeviceAcceptance(self.session, self.inner.depth, self.replay)
+        runner = self.session.runner
+        self.pinned, self.device = runner.cuda_graphs, runner.device
+        rounds = drafter.min_draft  # each round keeps at least one token
+        self.wants = [torch.zeros(1, dtype=torch.long, pin_memory=self.pinned) for _ in range(rounds)]
+        self.packets: list[torch.Tensor | None] = [None] * rounds
+        self.staged = torch.zeros(3, dtype=torch.long, pin_memory=self.pinned)
+        self.one = torch.ones((), dtype=torch.long, device=self.device)
+        self.chain_rows: dict[int, torch.Tensor] = {}  # [2, m]: a chain's parents and its NaN count (none)
+        self.last: _Chain | None = None
+        self.last_rounds = 0
+
+    def _on_device(self, pinned: torch.Tensor) -> torch.Tensor:
+        return pinned.to(self.device, non_blocking=True) if self.pinned else pinned.to(self.device)
+
+    def _resume(self, commit: DeviceCommit | None, tokens: list[int]):
+        """The intermediate rolled back to the target's commit: the step's start (the target's length), the head's
+        unread pairs as a ``DeviceCommit`` (None after the prompt) and the first verify's (root, start)."""
+        if commit is None:  # after the prompt: the intermediate holds it, the head has read it
+            self.session.settle()
+            base = self.session.length
+            self.staged.numpy()[:] = (tokens[-1], base, 0)
+            return base, None, self._on_device(self.staged)[:2]
+        last = self.last
+        m = last.seq.numel()
+        kept = min(commit.wanted, m)  # a chain: the replayed count, unless the chain is shorter
+        new = last.base + kept + 1  # the target's length after its commit; the bonus token is the next root
+        rows = last.rows
+        if kept == m:  # the whole chain kept: its last token has not been through the intermediate
+            _, row = self.session.runner.chain_on_device(last.seq[m - 1 :], self.one, commit.scalars[1] - 1,
+                                                         self.session.layers)
+            rows = torch.cat([rows, row[None]])
+        # the head's pairs (row at p, token at p + 1) from the last round's first one, or the one the target changed
+        first = min(last.last_round, new - 1)
+        n, width = new - first, self.inner.depth + 2  # at most a round's tokens and the catch-up one
+        ids = torch.cat([last.seq[first - last.base : kept], commit.scalars[:1], last.seq.new_zeros(width - n)])
+        features = torch.cat([rows[first - last.base : new - last.base], rows.new_zeros(width - n, rows.shape[1])])
+        self.staged.numpy()[:] = (n - 1, first, new)
+        staged = self._on_device(self.staged)
+        pairs = DeviceCommit(ids, features, staged[0], staged[1], torch.cat([commit.scalars[:1], staged[2:]]))
+        return new, pairs, pairs.scalars
+
+    def propose(self, commit: DeviceCommit | None, tokens: list[int]) -> torch.Tensor:
+        """The chain [3, m] the target verifies; ``commit``: the target's last commit (None after the prompt)."""
+        base, pairs, scalars = self._resume(commit, tokens)
+        drafter, depth = self.drafter, self.inner.depth
+        rounds: list[tuple[torch.Tensor, torch.Tensor]] = []  # each round's kept tokens and rows, padded
+        sizes: list[int] = []  # tokens each round kept, as read
+        bound = 0  # the most tokens the rounds not yet read can have kept
+        while sum(sizes) + bound < drafter.min_draft or bound:
+            if sum(sizes) + bound >= drafter.min_draft:  # the rounds enqueued may suffice: read them
+                sizes += self._read(len(sizes), len(rounds))
+                bound = 0
+                continue
+            j = len(rounds)
+            wanted = drafter.ctx.acceptor.length() - 1 if self.replay else depth
+            want = self.wants[j]
+            want.numpy()[0] = wanted  # copied in by the acceptance, before the host writes it again (next step)
+            tree = self.inner.propose_on_device(pairs, tokens)
+            logits, hidden = self.session.runner.tree_on_device(None, tree[:2], scalars, self.session.layers)
+            pairs, packet = self.acceptance(logits, hidden, tree, scalars, want if self.pinned else want.to(self.device))
+            if self.packets[j] is None:  # the inner trees have one size
+                self.packets[j] = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
+            self.packets[j].copy_(packet, non_blocking=self.pinned)
+            rounds.append((pairs.tokens.clone(), pairs.kept.clone()))  # the next round's acceptance reuses its outputs
+            scalars = pairs.scalars
+            bound += min(wanted, depth) + 1
+        self.last_rounds = len(rounds)
+        seq = torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)])
+        rows = torch.cat([kept_rows[:k] for (_, kept_rows), k in zip(rounds, sizes)])
+        m = seq.numel()
+        self.last = _Chain(base, seq, rows, base + m - sizes[-1])
+        if m not in self.chain_rows:
+            self.chain_rows[m] = torch.stack([torch.arange(-1, m - 1), torch.zeros(m, dtype=torch.long)]).to(self.device)
+        return torch.cat([seq[None], self.chain_rows[m]])
+
+    def _read(self, first: int, end: int) -> list[int]:
+        """The tokens kept by rounds ``first`` … ``end - 1`` (each: its accepted nodes and its bonus token)."""
+        if self.pinned:
+            torch.cuda.current_stream().synchronize()
+        sizes = []
+        for j in range(first, end):
+            values = self.packets[j].tolist()
+            count = values[0]
+            m = (len(values) - self.inner.depth - 2) // 3
+            refuse_nan_tree(values[self.inner.depth + 2 + 2 * m] if m else 0)
+            sizes.append(count + 1)
+        return sizes
 
 
 def build(conf: HierSpecConf, ctx: DraftContext, parts: Parts) -> HierSpecDrafter:
