@@ -82,7 +82,9 @@ class DeviceCommit:
     count: torch.Tensor  # []: accepted draft nodes (count + 1 tokens are kept)
     start: torch.Tensor  # []: the session's length before the commit, the slot of the first kept token
     scalars: torch.Tensor  # [2]: the next root token and the session's length after the commit
-    wanted: int | None = None  # replayed acceptance: the accepted nodes it imposed (the host knows it in advance)
+    # what the host knows of ``count`` before the next step is drafted: the count replayed acceptance imposed (the
+    # count itself, unless the tree holds no path that long), or the count read back (``Drafter.device_count_on_host``)
+    host_count: int | None = None
 
 
 class DeviceAcceptance:
@@ -147,13 +149,11 @@ class DeviceLoop:
     def usable(target: ModelSession, drafter: Drafter, acceptor, sampling: SamplingParams, prompt_len: int,
                max_new_tokens: int) -> bool:
         """Whether a generation can run on the device: a drafter that drafts there, greedy or replayed acceptance
-        (replayed for a drafter that needs the last step's count on the host), and a cache with room for every step
-        at full size (near the end the host loop shrinks the tree): the step enqueued before the host knows the last
-        one ended starts at most ``depth`` tokens past ``max_new_tokens``."""
+        and a cache with room for every step at full size (near the end the host loop shrinks the tree): the step
+        enqueued before the host knows the last one ended starts at most ``depth`` tokens past ``max_new_tokens``."""
         if not drafter.drafts_on_device:
             return False
-        replay = isinstance(acceptor, ReplayAcceptance)
-        if not (replay or (acceptor is accept and sampling.greedy and not drafter.device_count_on_host)):
+        if not (isinstance(acceptor, ReplayAcceptance) or (acceptor is accept and sampling.greedy)):
             return False
         need = prompt_len + max_new_tokens + drafter.device_depth + drafter.device_tree_size
         return need <= target.runner.max_seq_len
@@ -165,21 +165,28 @@ class DeviceLoop:
         target, drafter = self.target, self.drafter
         target.settle()
         scalars = torch.tensor([tokens[-1], target.length], device=target.device)
+        # a drafter that needs the last count on the host, which greedy acceptance only gives once the step has run:
+        # each step is read before the next is enqueued (its drafting still runs from the device)
+        ahead = 0 if drafter.device_count_on_host and rule is None else 1
         commit, step, pending = None, 0, []
         while True:
             commit, packet = self._enqueue(step, commit, scalars, timer, rule, tokens)
             scalars = commit.scalars
             pending.append(packet)
             step += 1
-            if len(pending) < 2:
+            if len(pending) <= ahead:
                 continue
-            if self._read(pending.pop(0), tokens, out, max_new_tokens, stop_ids):
-                done = time.perf_counter()
+            ends, count = self._read(pending.pop(0), tokens, out, max_new_tokens, stop_ids)
+            if not ahead:
+                commit.host_count = count
+            if ends:
+                ended = time.perf_counter()
                 out.dropped_steps = len(pending)
-                if rule is not None:
-                    rule.steps -= len(pending)  # the dropped step's imposed length is the next step's
-                drafter.drop_device_step()
-                return done
+                if pending:
+                    if rule is not None:
+                        rule.steps -= len(pending)  # the dropped step's imposed length is the next step's
+                    drafter.drop_device_step()
+                return ended
 
     def _enqueue(self, step: int, commit: DeviceCommit | None, scalars: torch.Tensor, timer: PhaseTimer,
                  rule: ReplayAcceptance | None, tokens: list[int]):
@@ -199,7 +206,7 @@ class DeviceLoop:
             logits, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers)
         with timer.phase("accept"):
             commit, packet = self._acceptance(logits, hidden, tree, scalars, want)
-            commit.wanted = wanted if rule is not None else None
+            commit.host_count = wanted if rule is not None else None
             if slot.host is None or slot.host.numel() < packet.numel():  # a drafter's trees may vary in size
                 slot.host = torch.empty(packet.numel(), dtype=packet.dtype, pin_memory=self.pinned)
             host = slot.host[: packet.numel()]
@@ -209,8 +216,10 @@ class DeviceLoop:
                 slot.done.record()
         return commit, (host, slot.done, tree.shape[1])
 
-    def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int, stop_ids: frozenset[int]) -> bool:
-        """Take a finished step's tokens as the host loop does; True when the generation ends with it."""
+    def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int,
+              stop_ids: frozenset[int]) -> tuple[bool, int]:
+        """Take a finished step's tokens as the host loop does; return whether the generation ends with it, and its
+        accepted count."""
         host, done, m = packet
         if done is not None:
             done.synchronize()
@@ -224,7 +233,7 @@ class DeviceLoop:
         depth: list[int] = []
         for p in parents:
             depth.append(1 if p < 0 else depth[p] + 1)
-        return out.add_step(accepted, m, max(depth, default=0), max_new_tokens, stop_ids)
+        return out.add_step(accepted, m, max(depth, default=0), max_new_tokens, stop_ids), count
 
 
 def device_loop(target: ModelSession, drafter: Drafter, replay: bool) -> DeviceLoop:

@@ -33,7 +33,7 @@ class Drafter(ABC):
     drafts_on_device = False  # True: ``propose_on_device`` drafts from a commit left on the device (``DeviceLoop``)
     device_depth = 0  # with drafts_on_device: the most nodes one path of its tree holds
     device_tree_size = 0  # with drafts_on_device: the cache slots a step needs past its start besides ``depth``
-    device_count_on_host = False  # drafting needs the last step's accepted count on the host: replayed acceptance only
+    device_count_on_host = False  # drafting needs the last step's accepted count on the host (``DeviceCommit.host_count``)
 
     def __init__(self, ctx: DraftContext):
         self.ctx = ctx

@@ -8,12 +8,12 @@ distribution for the target's rejection sampling. The intermediate's prefill is 
 The head is an EAGLE-1/2 head, or an EAGLE-3 head (SpecMQuant §4.4), which reads the intermediate's three
 feature layers; either drives EAGLE-2's dynamic tree.
 
-From the device (``DeviceLoop``, the target's acceptance replayed): every round drafts, verifies, accepts and commits
+From the device (``DeviceLoop``): every round drafts, verifies, accepts and commits
 on the device (``DeviceAcceptance``), and the chain's tokens and the intermediate's rows stay there. The host reads
 a round's accepted count only when the rounds it has enqueued might already reach ``min_draft`` (one sync per step
-when two rounds suffice), and tracks every length: the target's replayed count tells it how much of the chain was
-kept, so it rolls the intermediate back and, when the whole chain was accepted, runs the chain's last token through
-the intermediate, as the host loop does.
+when two rounds suffice), and tracks every length: the target's count (replayed, so known in advance; or greedy,
+read back before the next step) tells it how much of the chain was kept, so it rolls the intermediate back and, when
+the whole chain was accepted, runs the chain's last token through the intermediate, as the host loop does.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class HierSpecDrafter(Drafter):
         # from the device: the chain's longest (rounds stop at min_draft; the last adds up to inner_depth + 1 tokens)
         self.device_depth = min_draft + inner_depth
         self.device_tree_size = self.device_depth + inner_tree_size  # the intermediate runs up to a chain ahead
-        self._rounds: _DeviceRounds | None = None
+        self._rounds: dict[bool, _DeviceRounds] = {}  # per kind of inner acceptance: replayed or greedy
 
     @property
     def drafts_on_device(self) -> bool:
@@ -87,8 +87,8 @@ class HierSpecDrafter(Drafter):
         self.session.reset()
         self.inner.reset()
         self._known = None
-        if self._rounds is not None:
-            self._rounds.last = None
+        for rounds in self._rounds.values():
+            rounds.last = None
 
     def observe(self, tokens, hidden, start):
         if start == 0:  # prefill the intermediate model and the head on the prompt
@@ -144,14 +144,18 @@ class HierSpecDrafter(Drafter):
         seq = seq[:room]
         return Draft.chain(seq, torch.cat(probs)[: len(seq)] if probs else None)
 
+    def _device_rounds(self) -> _DeviceRounds:
+        replay = isinstance(self.ctx.acceptor, ReplayAcceptance)
+        if replay not in self._rounds:
+            self._rounds[replay] = _DeviceRounds(self, replay)
+        return self._rounds[replay]
+
     def propose_on_device(self, commit, tokens):
-        if self._rounds is None:
-            self._rounds = _DeviceRounds(self)
-        return self._rounds.propose(commit, tokens)
+        return self._device_rounds().propose(commit, tokens)
 
     def drop_device_step(self):
-        if self._rounds is not None and isinstance(self.ctx.acceptor, ReplayAcceptance):
-            self.ctx.acceptor.steps -= self._rounds.last_rounds  # the dropped step's rounds are the next step's
+        if isinstance(self.ctx.acceptor, ReplayAcceptance):
+            self.ctx.acceptor.steps -= self._device_rounds().last_rounds  # the dropped step's rounds: the next step's
 
 
 @dataclass
@@ -168,9 +172,8 @@ class _DeviceRounds:
     """HierSpec's rounds enqueued from the device: the intermediate's acceptance and commit there, lengths on the
     host. The host reads accepted counts only once the rounds enqueued might reach ``min_draft``."""
 
-    def __init__(self, drafter: HierSpecDrafter):
-        self.drafter, self.session, self.inner = drafter, drafter.session, drafter.inner
-        self.replay = isinstance(drafter.ctx.acceptor, ReplayAcceptance)
+    def __init__(self, drafter: HierSpecDrafter, replay: bool):
+        self.drafter, self.session, self.inner, self.replay = drafter, drafter.session, drafter.inner, replay
         self.acceptance = DeviceAcceptance(self.session, self.inner.depth, self.replay)
         runner = self.session.runner
         self.pinned, self.device = runner.cuda_graphs, runner.device
@@ -196,7 +199,7 @@ class _DeviceRounds:
             return base, None, self._on_device(self.staged)[:2]
         last = self.last
         m = last.seq.numel()
-        kept = min(commit.wanted, m)  # a chain: the replayed count, unless the chain is shorter
+        kept = min(commit.host_count, m)  # a chain: the replayed count, unless the chain is shorter; or the count
         new = last.base + kept + 1  # the target's length after its commit; the bonus token is the next root
         rows = last.rows
         if kept == m:  # the whole chain kept: its last token has not been through the intermediate
