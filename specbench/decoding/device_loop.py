@@ -1,11 +1,14 @@
 """Speculative steps enqueued from the device: acceptance and commit on the GPU, the host one step behind.
 
 With greedy or replayed acceptance and a drafter that drafts from device tensors (``Drafter.propose_on_device``:
-EAGLE-2/3), no part of a step needs the host: the accepted path (``accept_on_device``), the target's K/V compaction
-and the drafter's next inputs are computed on the device that holds the verify's logits. The host enqueues step
-i + 1 and only then reads step i's tokens (copied to pinned memory), so the GPU does not wait for the host between
-steps. A generation that ends at step i has already enqueued step i + 1: that step is dropped, and the decode time
-ends when step i's tokens reach the host (``Generation.dropped_steps`` counts it for the graphs' replays per step).
+AR's empty draft, EAGLE-2/3, n-gram with fixed-size chains, HierSpec), no part of a step needs the host: the accepted
+path (``accept_on_device``), the target's K/V compaction and the drafter's next inputs are computed on the device
+that holds the verify's logits (``DeviceAcceptance``). The host enqueues step i + 1 and only then reads step i's
+tokens (copied to pinned memory), so the GPU does not wait for the host between steps. A generation that ends at
+step i has already enqueued step i + 1: that step is dropped, and the decode time ends when step i's tokens reach
+the host (``Generation.dropped_steps`` counts it for the graphs' replays per step). A drafter that needs the last
+step's count on the host (``Drafter.device_count_on_host``: HierSpec) gets it from replayed acceptance in advance;
+under greedy acceptance each step is read before the next is enqueued.
 """
 
 from __future__ import annotations
