@@ -147,6 +147,37 @@ def test_hierspec_device_steps_equal_host_steps(stack, name, inner_replayed, out
     assert whole or (name, outer_replayed, inner_replayed) == ("hierspec3", False, True)
 
 
+def draft_model_pair(stack, drafter, prompt, replayed: bool, device: bool):
+    """Host and device generations of the draft-model drafter (a near copy of the target drafting 4 tokens), each
+    with the draft model's K/V of the committed prefix (all but the last two steps' slots) at its end."""
+    runs = []
+    for on_device in (False, True):
+        drafter.session.runner.cache.kv.zero_()  # a slot this generation does not write is not the last one's
+        out = generate(stack.session, drafter, prompt, max_new_tokens=30, on_device=on_device,
+                       acceptor=ReplayAcceptance(trace=[3, 1, 7, 2, 5]) if replayed else accept,
+                       **({} if device else {"timer": PhaseTimer("cpu")}))
+        settled = len(prompt) + len(out.tokens) - 2 * (drafter.num_tokens + 1)
+        runs.append((out, drafter.session.runner.cache.kv.narrow(4, 0, settled).clone()))  # dim 4: the slots
+    return runs
+
+
+@pytest.mark.parametrize("replayed", [False, True])
+def test_draft_model_device_steps_equal_host_steps(stack, replayed):
+    """Draft-model chains from the device: each argmax fed back on the device, the draft model's cache cut at the
+    target's count, and the chain's last token fed with the bonus token when the target keeps the whole chain."""
+    drafter = stack.drafter("draft_model", **near_copy(stack))
+    assert drafter.drafts_on_device and not stack.drafter("draft_model", SamplingParams(temperature=0.8)).drafts_on_device
+    whole = partial = 0
+    for prompt in prompts():
+        (host, host_kv), (dev, dev_kv) = draft_model_pair(stack, drafter, prompt, replayed, device=False)
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
+        assert dev.drafted == host.drafted == [4] * dev.steps and dev.dropped_steps == int(replayed)
+        torch.testing.assert_close(dev_kv, host_kv)  # every kept token went through the draft model
+        whole += sum(a == 5 for a in dev.accept_lengths[:-1])
+        partial += sum(a < 5 for a in dev.accept_lengths[:-1])
+    assert whole and partial
+
+
 def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
     """Sampling, a host drafter, or a cache without room for full steps: ``usable`` refuses, the host loop runs."""
     eagle, ngram = stack.drafter("eagle", strong=True), stack.drafter("ngram")  # no draft on a miss: sizes vary
@@ -203,3 +234,15 @@ def test_hierspec_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, inner
                                                                device=True)
         assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
         assert dev.drafted == host.drafted and dev_steps == host_steps and dev.dropped_steps == int(outer_replayed)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("replayed", [False, True])
+def test_draft_model_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed):
+    stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
+    drafter = stack.drafter("draft_model", **near_copy(stack))
+    for prompt in prompts():
+        (host, host_kv), (dev, dev_kv) = draft_model_pair(stack, drafter, prompt, replayed, device=True)
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
+        torch.testing.assert_close(dev_kv, host_kv)
+        assert dev.dropped_steps == int(replayed)

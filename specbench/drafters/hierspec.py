@@ -29,7 +29,7 @@ from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.decoding.session import ModelSession
-from specbench.drafters.draft_model import check_same_vocab, second_model
+from specbench.drafters.draft_model import chain_tree, check_same_vocab, second_model
 from specbench.drafters.eagle import EagleDrafter
 from specbench.drafters.eagle_head import DraftHead
 from specbench.drafters.registry import DrafterConf, Parts, register
@@ -182,7 +182,6 @@ class _DeviceRounds:
         self.packets: list[torch.Tensor | None] = [None] * rounds
         self.staged = torch.zeros(3, dtype=torch.long, pin_memory=self.pinned)
         self.one = torch.ones((), dtype=torch.long, device=self.device)
-        self.chain_rows: dict[int, torch.Tensor] = {}  # [2, m]: a chain's parents and its NaN count (none)
         self.last: _Chain | None = None
         self.last_rounds = 0
 
@@ -244,11 +243,8 @@ class _DeviceRounds:
         self.last_rounds = len(rounds)
         seq = torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)])
         rows = torch.cat([kept_rows[:k] for (_, kept_rows), k in zip(rounds, sizes)])
-        m = seq.numel()
-        self.last = _Chain(base, seq, rows, base + m - sizes[-1])
-        if m not in self.chain_rows:
-            self.chain_rows[m] = torch.stack([torch.arange(-1, m - 1), torch.zeros(m, dtype=torch.long)]).to(self.device)
-        return torch.cat([seq[None], self.chain_rows[m]])
+        self.last = _Chain(base, seq, rows, base + seq.numel() - sizes[-1])
+        return chain_tree(seq)
 
     def _read(self, first: int, end: int) -> list[int]:
         """The tokens kept by rounds ``first`` … ``end - 1`` (each: its accepted nodes and its bonus token)."""
