@@ -1,6 +1,6 @@
 """The speculative loop against the GPU time of its own forwards, per method at one shape (issue #16).
 
-For AR, n-gram, EAGLE-2 and HierSpec on one target (random weights of the real shapes, replayed acceptance, the
+For AR, n-gram, EAGLE-2, HierSpec and SP(6) on one target (random weights of the real shapes, replayed acceptance, the
 runner's engine settings), in one process, each method after one warm-up generation:
 
 1. **measured**: committed tokens per second of the decoding loop (prefill excluded), and the phase times;
@@ -17,7 +17,7 @@ runner's engine settings), in one process, each method after one warm-up generat
    (``benchmarks.host_gaps``); the trace is kept gzipped beside the results.
 
 HierSpec at the 8B shape drafts through a Llama-3.2-1B intermediate (``--intermediate``; the 70B's is the W4A16
-8B). ``--smoke`` runs the tiny shipped shapes on CPU to check the script (no graphs there, so no prediction).
+8B); SP(6) drafts six tokens with that model. ``--smoke`` runs the tiny shipped shapes on CPU to check the script (no graphs there, so no prediction).
 
     python -m benchmarks.bench_sd_loop --out DIR --compile --compile-scope layer   # 8B bf16, compiled per layer
     python -m benchmarks.bench_sd_loop --out DIR --model llama-3-70b-instruct --quant w4a16 --compile \\
@@ -55,6 +55,7 @@ def methods(args) -> dict[str, tuple[dict, float | None]]:
         "eagle": ({"name": "eagle", "head": "random", "topk": k, "depth": d, "tree_size": n}, args.eagle_tau),
         "hierspec": ({"name": "hierspec", "head": "random", "min_draft": 6, "inner_depth": 3, "inner_tree_size": 30,
                       "topk": 10, "model": intermediate, "quant": inner_quant}, args.hierspec_tau),
+        "sp": ({"name": "draft_model", "num_tokens": 6, "model": intermediate, "quant": inner_quant}, args.sp_tau),
     }
 
 
@@ -218,12 +219,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--compile-scope", default=None, help="engine.compile_scope (layer)")
     parser.add_argument("--host-loop", action="store_true", help="engine.device_loop=false: the host reads every "
                         "step's acceptance before enqueueing the next (the loop of sessions 5-17)")
-    parser.add_argument("--methods", default="ar,ngram,eagle,hierspec")
+    parser.add_argument("--methods", default="ar,ngram,eagle,hierspec,sp")
     parser.add_argument("--eagle", default="10,6,60", help="EAGLE-2 top-k, depth, tree size")
     parser.add_argument("--eagle-tau", type=float, default=4.53)
     parser.add_argument("--ngram-tau", type=float, default=1.7)
     parser.add_argument("--hierspec-tau", type=float, default=4.16)
     parser.add_argument("--inner-tau", type=float, default=3.2, help="HierSpec's intermediate accept length")
+    parser.add_argument("--sp-tau", type=float, default=3.9, help="SP(6), the intermediate drafting 6 tokens")
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=256)
     parser.add_argument("--cupti", action="store_true", help="also measure GPU busy time with CUPTI (it slows the "

@@ -32,7 +32,7 @@ if step loop; then
   for run in $(seq ${LOOP_RUNS:-3}); do
     timeout ${LOOP_TIMEOUT_S:-240} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop8b_$run" --compile --compile-scope layer \
         ${LOOP_ARGS:-} > "$OUT/loop8b_$run.log" 2>&1; echo "loop (8B) run $run rc $?"
-    grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/loop8b_$run/bench_sd_loop.md"
+    grep -E "^\| (ar|ngram|eagle|hierspec|sp) " "$OUT/loop8b_$run/bench_sd_loop.md"
   done
 fi
 if step loop70b; then  # once per value of LOOP70_PDL (SPECBENCH_PDL: 1 on, 0 off), into loop70b/ or loop70b_pdl<value>/
@@ -41,6 +41,6 @@ if step loop70b; then  # once per value of LOOP70_PDL (SPECBENCH_PDL: 1 on, 0 of
     SPECBENCH_PDL=$pdl timeout ${LOOP70_TIMEOUT_S:-400} python3 -m benchmarks.bench_sd_loop --out "$OUT/$name" \
         --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer \
         --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 ${LOOP70_ARGS:-} > "$OUT/$name.log" 2>&1
-    echo "$name rc $?"; grep -E "^\| (ar|ngram|eagle|hierspec) " "$OUT/$name/bench_sd_loop.md"
+    echo "$name rc $?"; grep -E "^\| (ar|ngram|eagle|hierspec|sp) " "$OUT/$name/bench_sd_loop.md"
   done
 fi
