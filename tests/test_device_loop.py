@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from specbench.decoding.acceptance import accept, accept_greedy
-from specbench.decoding.device_loop import DeviceLoop, accept_on_device
+from specbench.decoding.device_loop import DeviceLoop, accept_on_device, read_packet
 from specbench.decoding.draft import Draft
 from specbench.decoding.generate import generate
 from specbench.decoding.phases import PhaseTimer
@@ -50,6 +50,15 @@ def test_greedy_and_replayed_paths_equal_the_host_rules(seed):
             rule = ReplayAcceptance(trace=[want + 1])
             ref = rule(draft, one_hot(best.tolist(), vocab))
             assert device_path(draft, best, depth, want)[:2] == (ref.nodes, ref.tokens), (trial, want)
+
+
+def test_a_packet_reads_back_as_the_step_it_encodes():
+    depth, tokens, parents = 3, [11, 12, 13, 14], [-1, 0, 1, 0]
+    packet = [2, 11, 12, 99, 0] + tokens + parents  # two nodes accepted, then the bonus token 99, then padding
+    assert read_packet(packet + [0] * 4, depth) == (2, [11, 12, 99], parents)
+    with pytest.raises(FloatingPointError, match="3 candidates have NaN"):  # the NaN count, in every column
+        read_packet(packet + [3] * 4, depth)
+    assert read_packet([0, 5], 0) == (0, [5], [])  # AR: no tree
 
 
 def test_the_device_lookup_equals_the_host_lookup():

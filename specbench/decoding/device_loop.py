@@ -129,11 +129,15 @@ class DeviceAcceptance:
         return out, kept, count, length.clone(), after, moves, packet
 
 
-def refuse_nan_tree(nan: int) -> None:
-    """Raise for a draft tree whose pool held ``nan`` NaN cumulative log-probs (its packet's count)."""
-    if nan:
-        raise FloatingPointError(f"EAGLE draft tree: {nan} candidates have NaN cumulative log-probs: the head's "
-                                 "forward produced non-finite logits")
+def read_packet(values: list[int], depth: int) -> tuple[int, list[int], list[int]]:
+    """A ``DeviceAcceptance`` packet read on the host: the accepted count, the path's tokens with the bonus token, and
+    the tree's parents; raises for a tree whose pool held NaN cumulative log-probs."""
+    count, m = values[0], (len(values) - depth - 2) // 3
+    tree = values[depth + 2 :]  # tokens, parents, NaN count: m each
+    if m and tree[2 * m]:
+        raise FloatingPointError(f"EAGLE draft tree: {tree[2 * m]} candidates have NaN cumulative log-probs: the "
+                                 "head's forward produced non-finite logits")
+    return count, values[1 : count + 2], tree[m : 2 * m]
 
 
 class DeviceLoop:
@@ -217,26 +221,22 @@ class DeviceLoop:
             slot.done = torch.cuda.Event() if self.pinned else None
             if slot.done is not None:
                 slot.done.record()
-        return commit, (host, slot.done, tree.shape[1])
+        return commit, (host, slot.done)
 
     def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int,
               stop_ids: frozenset[int]) -> tuple[bool, int]:
         """Take a finished step's tokens as the host loop does; return whether the generation ends with it, and its
         accepted count."""
-        host, done, m = packet
+        host, done = packet
         if done is not None:
             done.synchronize()
-        values = host.tolist()
-        count, d = values[0], self.depth
-        accepted = values[1 : count + 2]  # the path's tokens and the bonus token
-        parents, nan = (values[d + 2 + i * m : d + 2 + (i + 1) * m] for i in (1, 2))  # after the tree's tokens
-        refuse_nan_tree(nan[0] if nan else 0)
+        count, accepted, parents = read_packet(host.tolist(), self.depth)
         self.target.tokens += [tokens[-1]] + accepted[:-1]
         tokens += accepted
         depth: list[int] = []
         for p in parents:
             depth.append(1 if p < 0 else depth[p] + 1)
-        return out.add_step(accepted, m, max(depth, default=0), max_new_tokens, stop_ids), count
+        return out.add_step(accepted, len(parents), max(depth, default=0), max_new_tokens, stop_ids), count
 
 
 def device_loop(target: ModelSession, drafter: Drafter, replay: bool) -> DeviceLoop:

@@ -24,7 +24,7 @@ import torch
 
 from specbench.config import ModelConf, QuantConf, require
 from specbench.decoding.acceptance import accept
-from specbench.decoding.device_loop import DeviceAcceptance, DeviceCommit, refuse_nan_tree
+from specbench.decoding.device_loop import DeviceAcceptance, DeviceCommit, read_packet
 from specbench.decoding.draft import Draft
 from specbench.decoding.drafter import DraftContext, Drafter
 from specbench.decoding.replay import ReplayAcceptance
@@ -186,7 +186,7 @@ class _DeviceRounds:
         self.last_rounds = 0
 
     def _on_device(self, pinned: torch.Tensor) -> torch.Tensor:
-        return pinned.to(self.device, non_blocking=True) if self.pinned else pinned.to(self.device)
+        return pinned.to(self.device, non_blocking=self.pinned)
 
     def _resume(self, commit: DeviceCommit | None, tokens: list[int]):
         """The intermediate rolled back to the target's commit: the step's start (the target's length), the head's
@@ -250,14 +250,7 @@ class _DeviceRounds:
         """The tokens kept by rounds ``first`` … ``end - 1`` (each: its accepted nodes and its bonus token)."""
         if self.pinned:
             torch.cuda.current_stream().synchronize()
-        sizes = []
-        for j in range(first, end):
-            values = self.packets[j].tolist()
-            count = values[0]
-            m = (len(values) - self.inner.depth - 2) // 3
-            refuse_nan_tree(values[self.inner.depth + 2 + 2 * m] if m else 0)
-            sizes.append(count + 1)
-        return sizes
+        return [read_packet(self.packets[j].tolist(), self.inner.depth)[0] + 1 for j in range(first, end)]
 
 
 def build(conf: HierSpecConf, ctx: DraftContext, parts: Parts) -> HierSpecDrafter:
