@@ -164,7 +164,8 @@ class _Chain:
 
     base: int  # the target's (and the intermediate's) length when the step started
     seq: torch.Tensor  # [m]: the chain, the target's draft
-    rows: torch.Tensor  # [m, h]: the intermediate's output rows at slots base … base + m - 1
+    rows: list[torch.Tensor]  # the intermediate's output rows at slots base … base + m - 1, per round (joined when
+    # read: after the target's verify is enqueued)
     last_round: int  # the intermediate's length before the last round (its pairs the head has not yet read)
 
 
@@ -200,7 +201,7 @@ class _DeviceRounds:
         m = last.seq.numel()
         kept = min(commit.host_count, m)  # a chain: the replayed count, unless the chain is shorter; or the count
         new = last.base + kept + 1  # the target's length after its commit; the bonus token is the next root
-        rows = last.rows
+        rows = torch.cat(last.rows)
         if kept == m:  # the whole chain kept: its last token has not been through the intermediate
             _, row = self.session.runner.chain_on_device(last.seq[m - 1 :], self.one, commit.scalars[1] - 1,
                                                          self.session.layers)
@@ -242,7 +243,7 @@ class _DeviceRounds:
             bound += min(wanted, depth) + 1
         self.last_rounds = len(rounds)
         seq = torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)])
-        rows = torch.cat([kept_rows[:k] for (_, kept_rows), k in zip(rounds, sizes)])
+        rows = [kept_rows[:k] for (_, kept_rows), k in zip(rounds, sizes)]
         self.last = _Chain(base, seq, rows, base + seq.numel() - sizes[-1])
         return chain_tree(seq)
 
