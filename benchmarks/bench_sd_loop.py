@@ -173,8 +173,7 @@ def markdown(result: dict) -> str:
     lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
              f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance, "
-             f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}, "
-             f"{'graphs launched in pieces' if result.get('split_graphs') else 'graphs launched whole'}; "
+             f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}; "
              "tok/s = committed tokens per second of the decoding loop.", "",
              "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
              "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) |", "|" + "---|" * 9]
@@ -218,8 +217,6 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--intermediate", default="llama-3.2-1b-instruct", help="HierSpec's intermediate shape")
     parser.add_argument("--compile", action="store_true", help="engine.compile=true")
     parser.add_argument("--compile-scope", default=None, help="engine.compile_scope (layer)")
-    parser.add_argument("--whole-graphs", action="store_true", help="engine.split_graphs=false: each forward's "
-                        "graph captured and launched in one piece")
     parser.add_argument("--host-loop", action="store_true", help="engine.device_loop=false: the host reads every "
                         "step's acceptance before enqueueing the next (the loop of sessions 5-17)")
     parser.add_argument("--methods", default="ar,ngram,eagle,hierspec,sp")
@@ -244,8 +241,7 @@ def main(argv: list[str] | None = None) -> dict:
         device = "cuda"
         if not torch.cuda.is_available():
             parser.error("no CUDA device; use --smoke for the CPU check")
-    execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope, device_loop=not args.host_loop,
-                           split_graphs=not args.whole_graphs)
+    execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope, device_loop=not args.host_loop)
     engine = Engine(execution, device=device, dtype=args.dtype, max_seq_len=args.prompt + args.new_tokens + 192)
     quant = QuantConf(args.quant, args.backend) if args.quant != "none" else QuantConf()
     t0 = time.monotonic()
@@ -255,7 +251,7 @@ def main(argv: list[str] | None = None) -> dict:
                            generator=torch.Generator().manual_seed(0)).tolist()
     result = {"model": args.model, "quant": args.quant, "backend": args.backend, "dtype": args.dtype,
               "intermediate": args.intermediate, "compile": args.compile, "compile_scope": args.compile_scope,
-              "device_loop": not args.host_loop, "split_graphs": not args.whole_graphs,
+              "device_loop": not args.host_loop,
               "prompt_tokens": args.prompt, "new_tokens": args.new_tokens, "target_build_s": time.monotonic() - t0,
               "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
               "methods": []}

@@ -47,7 +47,7 @@ def main(argv=None) -> dict:
     decode = lambda: session.verify(0, eagle_like_tree(1))  # noqa: E731
     result["verify"] = profiled(verify, args.steps)
     result["decode"] = profiled(decode, args.steps)
-    expand = drafter._expand_graph.replay
+    expand = drafter._expand_graph.graph.replay
     result["expand"] = profiled(expand, args.steps)
     result["attention_ms"] = attention_alone(model, context, args.max_seq_len + engine.buckets[-1], args.tokens)
     for name in ("decode", "verify", "expand"):

@@ -99,7 +99,7 @@ class Engine:
         ex = self.execution
         return ForwardRunner(module, max_seq_len or self.max_seq_len, cuda_graphs=ex.cuda_graphs,
                              buckets=self.buckets, compile=ex.compile, compile_mode=ex.compile_mode,
-                             compile_scope=ex.compile_scope, split_graphs=ex.split_graphs)
+                             compile_scope=ex.compile_scope)
 
     def head(self, source: str, model: Transformer, kind: str = "eagle") -> DraftHead:
         """The ``kind`` (eagle: EAGLE-1/2, eagle3) head ``source`` for ``model``; ``"random"``: right shapes,

@@ -16,7 +16,7 @@ from specbench.timing.step_replays import decode_replays, step_time
 def fake_graph(label: str, calls: list[str]) -> GraphedCall:
     """A GraphedCall whose captured graph is a stand-in that records its replays (no CUDA needed)."""
     call = GraphedCall(lambda: None, label=label)
-    call.graphs = [SimpleNamespace(replay=lambda: calls.append(label))]
+    call.graph = SimpleNamespace(replay=lambda: calls.append(label))
     return call
 
 

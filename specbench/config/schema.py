@@ -36,5 +36,4 @@ class EngineConf:
     compile_scope: Optional[str] = None  # null: each bucket's whole forward; layer: a layer's halves, shared by all
     fuse_projections: bool = True  # true only: q/k/v and gate/up are always stacked (key kept for older configs)
     gemv: bool = True  # on a GPU, 16-bit linears are built to run one-row calls (decode) by the Triton GEMV, not cuBLAS
-    split_graphs: bool = True  # a forward's CUDA graph launches in pieces of 1, 2, 4, … layers (the GPU starts sooner)
     device_loop: bool = True  # on a GPU, greedy/replayed AR, EAGLE, n-gram, HierSpec and draft-model steps are enqueued from the device (DeviceLoop)

@@ -11,11 +11,6 @@ two halves of a decoder layer around its KV write and attention, once per shape 
 70B model compiles one layer's code, not eighty (the whole forward took about 300 s at 70B on the H200); the
 cache write, attention, embeddings, RoPE tables and LM head run uncompiled inside the same CUDA graph. A module
 without decoder layers (the EAGLE-3 head's own layer) is compiled whole.
-
-With ``split_graphs`` (the default) a bucket's graph is captured in pieces of 1, 2, 4, … decoder layers
-(``graphs.graph_break`` before the layers ``piece_starts`` names), so a forward launched onto an idle GPU (after a
-host sync) starts within a layer's launch time instead of the whole graph's; a whole-forward compile is captured
-in one piece.
 """
 
 from __future__ import annotations
@@ -27,27 +22,10 @@ import numpy as np
 import torch
 
 from specbench.config.checks import COMPILE_SCOPES
-from specbench.decoding.graphs import GraphedCall, graph_break
+from specbench.decoding.graphs import GraphedCall
 from specbench.model.transformer import DecoderLayer, Transformer
 
 DEFAULT_BUCKETS = (1, 2, 4, *range(8, 129, 8))
-
-
-def piece_starts(layers: int) -> list[int]:
-    """The decoder layers before which a split forward's graph starts a new piece: pieces of 1, 2, 4, … layers (the
-    first also holds the input and embedding kernels, the last the final norm and the LM head). Each piece's launch
-    takes the host about twice the previous one's, while the GPU runs the previous piece for several times that."""
-    return [2**k - 1 for k in range(1, layers.bit_length()) if 2**k - 1 < layers]
-
-
-def _break_graphs_between_layers(model) -> None:
-    """Hooks that call ``graph_break`` before each layer of ``piece_starts`` (once per model; a no-op outside a split
-    capture)."""
-    layers = [m for m in model.modules() if isinstance(m, DecoderLayer)]
-    for i in piece_starts(len(layers)):
-        if not getattr(layers[i], "breaks_graph", False):
-            layers[i].register_forward_pre_hook(lambda module, args: graph_break())
-            layers[i].breaks_graph = True
 
 
 @lru_cache(maxsize=None)
@@ -61,7 +39,7 @@ class ForwardRunner:
 
     def __init__(self, model: Transformer, max_seq_len: int, *, cuda_graphs: bool = False,
                  buckets: Sequence[int] = DEFAULT_BUCKETS, compile: bool = False, compile_mode: str | None = None,
-                 compile_scope: str | None = None, split_graphs: bool = True):
+                 compile_scope: str | None = None):
         self.model = model
         self.buckets = tuple(sorted(buckets))
         self.scratch = self.buckets[-1]
@@ -70,9 +48,6 @@ class ForwardRunner:
         self.device = next(model.parameters()).device
         self.cuda_graphs = cuda_graphs and self.device.type == "cuda"
         self._graphs: dict[tuple, GraphedCall] = {}
-        self.split_graphs = split_graphs
-        if self.cuda_graphs and split_graphs:
-            _break_graphs_between_layers(model)
         self.pool = torch.cuda.graph_pool_handle() if self.cuda_graphs else None  # shared by every graph here
         self._staging: dict[int, tuple[torch.Tensor, ...]] = {}
         self._staged_copy = torch.cuda.Event() if self.cuda_graphs else None  # recorded after each staged replay
@@ -245,7 +220,7 @@ class ForwardRunner:
                getattr(self.model, "feature_layers", ()))  # an EAGLE-3 drafter widens the target's output
         if key not in self._graphs:
             name = getattr(self.model, "source", None) or type(self.model).__name__
-            self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]", split=self.split_graphs)
+            self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]")
         return self._graphs[key]
 
     def _forward(self, inputs, layers, last_of: torch.Tensor | None = None):

@@ -7,12 +7,6 @@ collector runs or the last reference to the runner goes (seen on the H200 in the
 
 ``counting_replays`` counts each graph's replays inside a block: with ``timing.step_replays`` it gives the isolated
 GPU time of every forward a generation ran.
-
-A capture may be cut into pieces (``graph_break``, called by the function captured): a replay then launches the
-pieces one after another. Launching a graph costs the host about a microsecond per kernel (an 8B forward of
-~670 kernels: ~0.5 ms, measured on the H200), and the GPU starts it only once it is launched; after a host sync
-that time is all idle. In pieces that grow (``ForwardRunner``: 1, 2, 4, … layers) the GPU starts on the first while
-the host launches the next.
 """
 
 from __future__ import annotations
@@ -23,7 +17,7 @@ from typing import Callable, Iterator
 import torch
 
 _retired: list[torch.cuda.CUDAGraph] = []
-_capturing: GraphedCall | None = None  # the call whose graph is being captured
+_capturing = False
 _replays: dict[GraphedCall, int] | None = None
 
 
@@ -38,28 +32,19 @@ def counting_replays() -> Iterator[dict[GraphedCall, int]]:
         _replays = outer
 
 
-def graph_break() -> None:
-    """Inside the capture of a ``GraphedCall`` made with ``split=True``: end the graph captured so far and go on in
-    a new one. Elsewhere (eager runs, warm-up, code being compiled) nothing."""
-    if not torch.compiler.is_compiling() and _capturing is not None and _capturing.splits:
-        _capturing.split()
-
-
 class GraphedCall:
-    """``fn(*tensors) -> tensor or tuple of tensors`` with static shapes, captured once into CUDA graphs (one, or
-    one per piece ``graph_break`` cut when ``split``).
+    """``fn(*tensors) -> tensor or tuple of tensors`` with static shapes, captured once into a CUDA graph.
 
     Every call copies its arguments (device tensors or pinned host tensors) into the captured input buffers and
     replays. The returned tensors are the graph's own output buffers: read or copy them before the next call
     overwrites them.
     """
 
-    def __init__(self, fn: Callable, pool=None, label: str = "", split: bool = False):
+    def __init__(self, fn: Callable, pool=None, label: str = ""):
         self.fn = fn
         self.pool = pool
-        self.splits = split
-        self.label = label  # what the graph runs (e.g. "llama-3-8b-instruct[60]")
-        self.graphs: list[torch.cuda.CUDAGraph] = []  # the pieces, in launch order; empty until captured
+        self.label = label  # what the graph runs, for reports (e.g. "llama-3-8b-instruct[60]")
+        self.graph: torch.cuda.CUDAGraph | None = None
         self.inputs: tuple[torch.Tensor, ...] = ()
         self.outputs = None
 
@@ -71,41 +56,27 @@ class GraphedCall:
         with torch.cuda.stream(stream):
             for _ in range(2):  # warm-up outside the graph: lazy initialisation, compilation, autotuning
                 self.fn(*self.inputs)
-            stream.synchronize()
-            global _capturing
-            _capturing = self
-            self.graphs = [torch.cuda.CUDAGraph()]
-            self.graphs[0].capture_begin(pool=self.pool)
-            try:
-                self.outputs = self.fn(*self.inputs)
-            finally:
-                self.graphs[-1].capture_end()
-                _capturing = None
-                _retired.clear()
         torch.cuda.current_stream().wait_stream(stream)
-
-    def split(self) -> None:
-        """End the piece being captured and begin the next, in the same memory pool (pieces replay in order)."""
-        self.graphs[-1].capture_end()
-        pool = self.pool if self.pool is not None else self.graphs[0].pool()
-        self.graphs.append(torch.cuda.CUDAGraph())
-        self.graphs[-1].capture_begin(pool=pool)
-
-    def replay(self) -> None:
-        """Launch the captured pieces on the current stream, on the inputs last copied in."""
-        for graph in self.graphs:
-            graph.replay()
+        self.graph = torch.cuda.CUDAGraph()
+        global _capturing
+        _capturing = True
+        try:
+            with torch.cuda.graph(self.graph, pool=self.pool):
+                self.outputs = self.fn(*self.inputs)
+        finally:
+            _capturing = False
+            _retired.clear()
 
     def __del__(self):
-        if _capturing is not None:
-            _retired.extend(self.graphs)
+        if _capturing and self.graph is not None:
+            _retired.append(self.graph)
 
     def __call__(self, *args: torch.Tensor):
-        if not self.graphs:
+        if self.graph is None:
             self.capture(*args)
         for dst, src in zip(self.inputs, args):
             dst.copy_(src, non_blocking=True)  # device tensors, or pinned host ones (ForwardRunner.tree)
-        self.replay()
+        self.graph.replay()
         if _replays is not None:
             _replays[self] = _replays.get(self, 0) + 1
         return self.outputs

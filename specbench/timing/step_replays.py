@@ -51,6 +51,6 @@ def step_time(replays: dict[GraphedCall, int], steps: int, device: torch.device 
         raise ValueError("a generation with no decoding step has no step time")
     terms = []
     for call, count in replays.items():
-        timing = time_calls(call.replay, device, replays=repeats, warmup=warmup)
+        timing = time_calls(call.graph.replay, device, replays=repeats, warmup=warmup)
         terms.append(GraphTerm(call.label or "unnamed graph", count / steps, timing.median_ms))
     return sorted(terms, key=lambda t: -t.ms_per_step)
