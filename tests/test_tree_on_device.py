@@ -54,6 +54,27 @@ def test_a_device_draft_verifies_like_the_host_one(runner):
     assert len(lazy) == len(draft) and lazy.parents == draft.parents and lazy.depths == draft.depths
 
 
+def test_best_only_gives_each_rows_argmax(runner):
+    on_device = torch.tensor([DRAFTS["tree"].tokens, DRAFTS["tree"].parents])
+    logits, hidden = runner.tree_on_device(7, on_device, START)
+    best, best_hidden = runner.tree_on_device(7, on_device, START, best_only=True)
+    assert torch.equal(best, logits.argmax(-1)) and torch.equal(best_hidden, hidden)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("compile_scope", [None, "layer"])
+def test_best_only_in_a_compiled_graph_gives_each_rows_argmax(compile_scope):
+    runner = ForwardRunner(load_model("tiny-target", dtype=torch.bfloat16, device="cuda"), 64, cuda_graphs=True,
+                           compile=True, compile_scope=compile_scope)
+    draft = DRAFTS["tree"]
+    on_device = torch.tensor([draft.tokens, draft.parents], device="cuda")
+    start = torch.tensor([7, START], device="cuda")
+    for _ in range(2):  # the capture, then a replay
+        logits, hidden = (t.clone() for t in runner.tree_on_device(None, on_device, start))
+        best, best_hidden = runner.tree_on_device(None, on_device, start, best_only=True)
+        assert torch.equal(best, logits.argmax(-1)) and torch.equal(best_hidden, hidden)
+
+
 def test_a_device_draft_is_checked_when_first_read():
     def refuse(rows):
         raise FloatingPointError(f"flag {rows[2][0]}")

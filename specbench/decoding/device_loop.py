@@ -102,18 +102,19 @@ class DeviceAcceptance:
         if runner.compiled and runner.cuda_graphs:
             self._accept = torch.compile(accept_on_device, fullgraph=True, dynamic=False, mode=runner.compile_mode)
 
-    def __call__(self, logits: torch.Tensor, hidden: torch.Tensor, tree: torch.Tensor, scalars: torch.Tensor,
+    def __call__(self, best: torch.Tensor, hidden: torch.Tensor, tree: torch.Tensor, scalars: torch.Tensor,
                  want: torch.Tensor) -> tuple[DeviceCommit, torch.Tensor]:
-        """The commit of a verify's ``logits`` / ``hidden`` over ``tree`` [3, m] at ``scalars`` (root, start), and
-        its packet for the host: the count, the path's tokens and the bonus token, then the tree's rows.
-        ``want`` [1]: the imposed accepted nodes (replay; read by the graph, so a pinned buffer may hold it)."""
+        """The commit of a verify's argmax tokens ``best`` [m + 1] and ``hidden`` rows over ``tree`` [3, m] at
+        ``scalars`` (root, start) (``ForwardRunner.tree_on_device(best_only=True)``), and its packet for the host:
+        the count, the path's tokens and the bonus token, then the tree's rows. ``want`` [1]: the imposed accepted
+        nodes (replay; read by the graph, so a pinned buffer may hold it)."""
         m = tree.shape[1]
         if m not in self._graphs:
             # its own memory pool: its outputs carry a step's state past the next step's verify, whose intermediates
             # would overwrite them if both graphs drew on one pool
             self._graphs[m] = GraphedCall(self._step, None, f"device acceptance ({m} nodes)")
         call = self._graphs[m] if self.session.runner.cuda_graphs else self._graphs[m].fn
-        *outputs, moves, packet = call(logits.argmax(-1), hidden, tree, scalars, want)
+        *outputs, moves, packet = call(best, hidden, tree, scalars, want)
         if self.depth:  # the K/V compaction outside the graph: a capture runs its function more than once, and a
             # move is not idempotent (a kept row can land on a slot another kept row is read from)
             self.session.runner.cache.keep(moves[0], moves[1])
@@ -210,9 +211,10 @@ class DeviceLoop:
         with timer.phase("draft"):
             tree = self.drafter.propose_on_device(commit, tokens)
         with timer.phase("verify"):
-            logits, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers)
+            best, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers,
+                                                             best_only=True)
         with timer.phase("accept"):
-            commit, packet = self._acceptance(logits, hidden, tree, scalars, want)
+            commit, packet = self._acceptance(best, hidden, tree, scalars, want)
             commit.host_count = wanted if rule is not None else None
             if slot.host is None or slot.host.numel() < packet.numel():  # a drafter's trees may vary in size
                 slot.host = torch.empty(packet.numel(), dtype=packet.dtype, pin_memory=self.pinned)

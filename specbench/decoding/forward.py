@@ -34,6 +34,16 @@ def compiled_regions(mode: str | None = None) -> tuple:
     return tuple(torch.compile(region, fullgraph=True, dynamic=False, mode=mode) for region in DecoderLayer.regions)
 
 
+def last_dim_argmax(logits: torch.Tensor) -> torch.Tensor:
+    return logits.argmax(-1)
+
+
+@lru_cache(maxsize=None)
+def compiled_argmax(mode: str | None = None):
+    """``last_dim_argmax`` compiled (a split reduction over the vocabulary), one per mode for the process."""
+    return torch.compile(last_dim_argmax, fullgraph=True, dynamic=False, mode=mode)
+
+
 class ForwardRunner:
     """Owns a model's cache layout: ``max_seq_len`` usable slots plus scratch slots for padding rows."""
 
@@ -55,11 +65,12 @@ class ForwardRunner:
         if compile_scope not in COMPILE_SCOPES:
             raise ValueError(f"compile_scope={compile_scope!r}: use null (the whole forward) or 'layer'")
         self.compiled, self.compile_mode, self.compile_scope = compile, compile_mode, compile_scope
-        self._step, self._regions = self._forward, None
+        self._step, self._regions, self._argmax = self._forward, None, last_dim_argmax
         if compile:
             self._raise_recompile_limit()
             if compile_scope == "layer" and any(isinstance(m, DecoderLayer) for m in model.modules()):
                 self._regions = compiled_regions(compile_mode)
+                self._argmax = compiled_argmax(compile_mode)  # eager, one block per row: ~27 µs at 30 x 128k
             else:  # the whole forward; also a module without decoder layers (the EAGLE-3 head) under "layer"
                 self._step = torch.compile(self._forward, fullgraph=True, dynamic=False, mode=compile_mode)
 
@@ -127,22 +138,25 @@ class ForwardRunner:
         return logits[:n], hidden[:n]
 
     def tree_on_device(self, root: int | None, tree: torch.Tensor, start: int | torch.Tensor,
-                       layers: Sequence[int] | None = None):
+                       layers: Sequence[int] | None = None, *, best_only: bool = False):
         """``tree`` for root + a draft still on the device: ``tree`` [2, m] holds its tokens and parents
         (``Draft.on_device``). The positions and the mask are built from it on the device, inside the bucket's
         graph, so the verify is enqueued without waiting for the draft. ``root`` and ``start`` come from the host,
-        staged in pinned memory; or ``root=None`` and ``start`` the device tensor (root, start) (``DeviceLoop``)."""
+        staged in pinned memory; or ``root=None`` and ``start`` the device tensor (root, start) (``DeviceLoop``).
+        ``best_only``: each row's argmax token [n] instead of its logits, computed inside the graph (greedy and
+        replayed acceptance read nothing else)."""
         n = tree.shape[1] + 1
         size = self.bucket(n) if self.cuda_graphs else None
         on_device = root is None
         if size is None:
             scalars = start if on_device else torch.tensor([root, start], device=self.device)
-            return self._step(self.device_tree_inputs(scalars, tree, n), layers)
+            return self._step(self.device_tree_inputs(scalars, tree, n), layers, best_only=best_only)
         if not on_device:
             self._staged_copy.synchronize()  # the last copy out of the staging buffer has finished
             self._scalars.numpy()[:] = (root, start)
-        graph = self._graph((size, "tree on device", n), layers,
-                            lambda scalars, rows: self._step(self.device_tree_inputs(scalars, rows, size), layers))
+        graph = self._graph((size, "tree on device", n, best_only), layers,
+                            lambda scalars, rows: self._step(self.device_tree_inputs(scalars, rows, size), layers,
+                                                             best_only=best_only))
         logits, hidden = graph(start if on_device else self._scalars, tree)
         if not on_device:
             self._staged_copy.record()
@@ -223,8 +237,9 @@ class ForwardRunner:
             self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]")
         return self._graphs[key]
 
-    def _forward(self, inputs, layers, last_of: torch.Tensor | None = None):
-        """Logits and hidden states of every row; with ``last_of`` (a row count), of row ``last_of - 1`` only."""
+    def _forward(self, inputs, layers, last_of: torch.Tensor | None = None, best_only: bool = False):
+        """Logits and hidden states of every row; with ``last_of`` (a row count), of row ``last_of - 1`` only; with
+        ``best_only``, each row's argmax token instead of its logits."""
         (ids, positions, slots), mask, *features = inputs
         extra = {"features": features[0][None]} if features else {}
         if self._regions is not None:
@@ -233,6 +248,8 @@ class ForwardRunner:
         if last_of is not None:
             hidden = hidden.index_select(0, (last_of - 1).view(1))
             return self.model.logits(hidden)[0], hidden[0]
+        if best_only:
+            return self._argmax(self.model.logits(hidden)), hidden
         return self.model.logits(hidden), hidden
 
     def pad(self, size, ids, positions, slots, mask, *features):

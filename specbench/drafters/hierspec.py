@@ -233,8 +233,9 @@ class _DeviceRounds:
             want = self.wants[j]
             want.numpy()[0] = wanted  # copied in by the acceptance, before the host writes it again (next step)
             tree = self.inner.propose_on_device(pairs, tokens)
-            logits, hidden = self.session.runner.tree_on_device(None, tree[:2], scalars, self.session.layers)
-            pairs, packet = self.acceptance(logits, hidden, tree, scalars, want if self.pinned else want.to(self.device))
+            best, hidden = self.session.runner.tree_on_device(None, tree[:2], scalars, self.session.layers,
+                                                              best_only=True)
+            pairs, packet = self.acceptance(best, hidden, tree, scalars, want if self.pinned else want.to(self.device))
             if self.packets[j] is None:  # the inner trees have one size
                 self.packets[j] = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
             self.packets[j].copy_(packet, non_blocking=self.pinned)
