@@ -163,9 +163,9 @@ class _Chain:
     """What a step drafted, for the next step's rollback: lengths on the host, tokens and rows on the device."""
 
     base: int  # the target's (and the intermediate's) length when the step started
-    seq: torch.Tensor  # [m]: the chain, the target's draft
-    rows: list[torch.Tensor]  # the intermediate's output rows at slots base … base + m - 1, per round (joined when
-    # read: after the target's verify is enqueued)
+    seq: torch.Tensor  # [m]: the chain, the target's draft (a view of ``_DeviceRounds.chain``)
+    rows: list[tuple[torch.Tensor, int]]  # per round: its kept rows (padded) and how many are real; together the
+    # intermediate's output rows at slots base … base + m - 1, joined after the target's verify is enqueued
     last_round: int  # the intermediate's length before the last round (its pairs the head has not yet read)
 
 
@@ -182,6 +182,9 @@ class _DeviceRounds:
         self.wants = [torch.zeros(1, dtype=torch.long, pin_memory=self.pinned) for _ in range(rounds)]
         self.packets: list[torch.Tensor | None] = [None] * rounds
         self.staged = torch.zeros(3, dtype=torch.long, pin_memory=self.pinned)
+        self.copied = torch.cuda.Event() if self.pinned else None  # recorded after the last round's packet copy
+        # the target's draft tree of every step: the chain's tokens written into row 0, parents and no-NaN fixed
+        self.chain = chain_tree(torch.zeros(drafter.device_depth, dtype=torch.long, device=self.device))
         self.one = torch.ones((), dtype=torch.long, device=self.device)
         self.last: _Chain | None = None
         self.last_rounds = 0
@@ -201,7 +204,7 @@ class _DeviceRounds:
         m = last.seq.numel()
         kept = min(commit.host_count, m)  # a chain: the replayed count, unless the chain is shorter; or the count
         new = last.base + kept + 1  # the target's length after its commit; the bonus token is the next root
-        rows = torch.cat(last.rows)
+        rows = torch.cat([kept_rows[:k] for kept_rows, k in last.rows])
         if kept == m:  # the whole chain kept: its last token has not been through the intermediate
             _, row = self.session.runner.chain_on_device(last.seq[m - 1 :], self.one, commit.scalars[1] - 1,
                                                          self.session.layers)
@@ -239,19 +242,23 @@ class _DeviceRounds:
             if self.packets[j] is None:  # the inner trees have one size
                 self.packets[j] = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
             self.packets[j].copy_(packet, non_blocking=self.pinned)
+            if self.pinned:
+                self.copied.record()  # the read waits for this, not for the copies below
             rounds.append((pairs.tokens.clone(), pairs.kept.clone()))  # the next round's acceptance reuses its outputs
             scalars = pairs.scalars
             bound += min(wanted, depth) + 1
-        self.last_rounds = len(rounds)
-        seq = torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)])
-        rows = [kept_rows[:k] for (_, kept_rows), k in zip(rounds, sizes)]
-        self.last = _Chain(base, seq, rows, base + seq.numel() - sizes[-1])
-        return chain_tree(seq)
+        self.last_rounds, m = len(rounds), sum(sizes)
+        # after the read the GPU waits for the target's verify: one kernel (the tokens), then its launch
+        tree = self.chain[:, :m]
+        torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)], out=tree[0])
+        self.last = _Chain(base, tree[0], [(kept_rows, k) for (_, kept_rows), k in zip(rounds, sizes)],
+                           base + m - sizes[-1])
+        return tree
 
     def _read(self, first: int, end: int) -> list[int]:
         """The tokens kept by rounds ``first`` … ``end - 1`` (each: its accepted nodes and its bonus token)."""
         if self.pinned:
-            torch.cuda.current_stream().synchronize()
+            self.copied.synchronize()
         return [read_packet(self.packets[j].tolist(), self.inner.depth)[0] + 1 for j in range(first, end)]
 
 
