@@ -3,7 +3,8 @@
 For AR, n-gram, EAGLE-2, HierSpec and SP(6) on one target (random weights of the real shapes, replayed acceptance, the
 runner's engine settings), in one process, each method after one warm-up generation:
 
-1. **measured**: committed tokens per second of the decoding loop (prefill excluded), and the phase times;
+1. **measured**: committed tokens per second of the decoding loop (prefill excluded), and the phase times, of the
+   median of ``--repeats`` timed generations (the wall of each is in the row);
 2. a host profile (cProfile) of a second generation, per step;
 3. **Eq. (1) from probes**: a third generation counts every CUDA graph its decoding steps replay
    (``specbench.timing.step_replays``); each is replayed alone and ``d * T_d + T_v(n)`` is their time per step,
@@ -121,7 +122,7 @@ def traced_gaps(run, new_tokens: int, path) -> dict:
 
 
 def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
-            inner_tau: float, cupti: bool, trace_dir=None) -> dict:
+            inner_tau: float, cupti: bool, trace_dir=None, repeats: int = 3) -> dict:
     """One method: measured speed, host overhead and Eq. (1) from its graphs' isolated replays."""
     device = engine.device
     inner = ReplayAcceptance(tau=inner_tau)
@@ -139,12 +140,15 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
 
     run(new_tokens)  # warm-up: compiles, captures every graph the steps use
     warmup_s = time.monotonic() - t0
-    gen = run(new_tokens, PhaseTimer(device, enabled=True))
+    timed = sorted((run(new_tokens, PhaseTimer(device, enabled=True)) for _ in range(repeats)),
+                   key=lambda g: g.decode_s / g.steps)
+    gen = timed[len(timed) // 2]  # the median: one slow generation (a host hiccup) does not set the row
     steps, committed = gen.steps, sum(gen.accept_lengths)
     phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps for p in LOOP_PHASES}
     out = {"method": name, "drafter": conf, "replay_tau": tau, "tau": gen.tau, "steps": steps,
            "mean_drafted": sum(gen.drafted) / steps, "warmup_s": warmup_s,
            "tok_s": committed / gen.decode_s, "wall_ms_per_step": 1e3 * gen.decode_s / steps,
+           "wall_ms_per_step_runs": [1e3 * g.decode_s / g.steps for g in timed],
            "phase_ms_per_step": phases}
     out["host_profile"] = host_profile(run, new_tokens)
     replays, counted = decode_replays(run, new_tokens)
@@ -174,7 +178,9 @@ def markdown(result: dict) -> str:
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
              f"{result['new_tokens']} new tokens, shape-only weights, replayed acceptance, "
              f"{'steps from the device where possible' if result.get('device_loop') else 'host loop'}; "
-             "tok/s = committed tokens per second of the decoding loop.", "",
+             "tok/s = committed tokens per second of the decoding loop, the median of "
+             f"{len(result['methods'][0].get('wall_ms_per_step_runs', [0])) if result['methods'] else 0} timed "
+             "generations.", "",
              "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
              "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) |", "|" + "---|" * 9]
     for row in result["methods"]:
@@ -228,6 +234,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--sp-tau", type=float, default=3.9, help="SP(6), the intermediate drafting 6 tokens")
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--new-tokens", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3, help="timed generations per method (the median is kept)")
     parser.add_argument("--cupti", action="store_true", help="also measure GPU busy time with CUPTI (it slows the "
                         "launches it records: the profiled wall is in the row)")
     parser.add_argument("--trace", action="store_true", help="last, trace one generation with Python frames and "
@@ -261,7 +268,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"{name}...", flush=True)
         try:
             row = measure(engine, session, name, conf, tau, prompt, args.new_tokens, args.inner_tau,
-                          args.cupti, args.out if args.trace else None)
+                          args.cupti, args.out if args.trace else None, args.repeats)
             print(f"  {row['tok_s']:.1f} tok/s, tau {row['tau']:.2f}, Eq. (1) {row.get('eq1_tok_s')}, host overhead "
                   f"<= {row.get('host_overhead_at_most')}", flush=True)
         except Exception as err:  # noqa: BLE001 - a method that fails is reported, the others still run

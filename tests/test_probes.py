@@ -292,6 +292,8 @@ def test_bench_sd_loop_smoke(tmp_path):
     assert rows["ar"]["tau"] == 1.0 and all(rows[m]["tau"] > 1.5 for m in ("eagle", "hierspec", "sp"))
     for row in rows.values():
         assert row["steps"] > 0 and row["tok_s"] > 0 and row["eq1_tok_s"] is None  # a CPU replays no graph
+        walls = row["wall_ms_per_step_runs"]  # three timed generations, the median's wall in the row
+        assert len(walls) == 3 and row["wall_ms_per_step"] == sorted(walls)[1]
     assert result["model"] == "tiny-target" and "| hierspec |" in (tmp_path / "bench_sd_loop.md").read_text()
 
 
