@@ -157,10 +157,10 @@ class ForwardRunner:
         graph = self._graph((size, "tree on device", n, best_only), layers,
                             lambda scalars, rows: self._step(self.device_tree_inputs(scalars, rows, size), layers,
                                                              best_only=best_only))
-        logits, hidden = graph(start if on_device else self._scalars, tree)
+        scores, hidden = graph(start if on_device else self._scalars, tree)  # logits, or the argmax tokens
         if not on_device:
             self._staged_copy.record()
-        return logits[:n], hidden[:n]
+        return scores[:n], hidden[:n]
 
     def chain_on_device(self, ids: torch.Tensor, count: torch.Tensor, start: torch.Tensor,
                         layers: Sequence[int] | None = None, features: torch.Tensor | None = None):
