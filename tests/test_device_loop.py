@@ -98,6 +98,7 @@ def test_device_steps_equal_host_steps(stack, name, replayed):
         assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
         assert dev.drafted == host.drafted and dev.draft_depths == host.draft_depths
         assert (host.dropped_steps, dev.dropped_steps) == (0, 1)  # the device ran one step past the end
+        assert (host.decode_loop, dev.decode_loop) == ("host", "device")  # what the rows record
         assert set(dev.phase_ms) == set(host.phase_ms) == {-1, *range(dev.steps)}  # the dropped step's: not kept
         lengths += dev.accept_lengths
     assert len(set(lengths)) > 2 or name == "none"  # drafts accepted, in varying lengths: the comparison tested paths
@@ -204,6 +205,7 @@ def test_the_host_loop_runs_where_the_device_loop_cannot(stack):
     prompt = prompts()[0]
     near_end = generate(session, eagle, prompt, max_new_tokens=room - len(prompt) - 4, on_device=True)
     assert near_end.dropped_steps == 0 and len(near_end.tokens) == room - len(prompt) - 4
+    assert near_end.decode_loop == "host"  # asked for the device loop, refused by ``usable``: the row says so
 
 
 def test_eos_found_on_the_device_path_stops_like_the_host_path(stack):

@@ -50,6 +50,6 @@ def test_rows_record_predicted_beside_measured_speed():
                      phase_ms={0: {"draft": 4.0, "verify": 10.0, "accept": 1.0}, 1: {"draft": 6.0, "verify": 10.0}})
     row = generation_row(gen)
     assert row["tokens_per_s_eq1"] == pytest.approx(1000 * 4.0 / (5.0 + 10.0))  # tau 4 per 15 ms of phases
-    assert row["tokens_per_s_decode"] == pytest.approx(9 / 0.04)
+    assert row["tokens_per_s_decode"] == pytest.approx(9 / 0.04) and row["decode_loop"] == "host"
     untimed = generation_row(Generation(10, [1], decode_s=0.01))  # no steps: no prediction
     assert untimed["tokens_per_s_eq1"] != untimed["tokens_per_s_eq1"]

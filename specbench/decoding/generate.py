@@ -37,6 +37,7 @@ class Generation:
     prefill_s: float = 0.0  # target and drafter prefill, wall clock
     decode_s: float = 0.0  # the decoding loop after the prefills, wall clock
     dropped_steps: int = 0  # steps the GPU ran past the end (``DeviceLoop``): their forwards are in no step
+    decode_loop: str = "host"  # which loop ran the steps: "device" (``DeviceLoop``) or "host"
 
     @property
     def gpu_steps(self) -> int:
@@ -133,7 +134,7 @@ def generate(
             on_device = target.device.type == "cuda"
         if (on_device and out.stop_reason != "eos" and len(out.tokens) < max_new_tokens
                 and DeviceLoop.usable(target, drafter, acceptor, sampling, len(prompt), max_new_tokens)):
-            loop = device_loop(target, drafter, replay)
+            loop, out.decode_loop = device_loop(target, drafter, replay), "device"
             end = loop.run(tokens, out, max_new_tokens, stop_ids, timer, acceptor if replay else None)
         while out.stop_reason != "eos" and len(out.tokens) < max_new_tokens:
             timer.next_step()

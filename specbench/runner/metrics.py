@@ -40,6 +40,7 @@ def generation_row(gen: Generation) -> dict:
         "alpha": accepted / drafted if drafted else float("nan"),
         "accept_lengths": json.dumps(gen.accept_lengths),
         "stop_reason": gen.stop_reason,
+        "decode_loop": gen.decode_loop,
         "prefill_s": gen.prefill_s,
         "decode_s": gen.decode_s,
         "total_s": total_s,
