@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -61,6 +62,16 @@ def test_best_only_gives_each_rows_argmax(runner):
     assert torch.equal(best, logits.argmax(-1)) and torch.equal(best_hidden, hidden)
 
 
+def test_a_chain_on_device_gives_its_last_real_rows_logits_or_argmax(runner):
+    ids = torch.tensor([11, 12, 13, 0, 0])  # three real tokens, two padding rows
+    logits, hidden = runner.chain_on_device(ids, torch.tensor(3), torch.tensor(START))
+    ref_logits, ref_hidden = runner.tree([11, 12, 13], [0, 1, 2], START, np.tril(np.ones((3, 3), dtype=bool)))
+    torch.testing.assert_close(logits, ref_logits[-1])
+    torch.testing.assert_close(hidden, ref_hidden[-1])
+    best, best_hidden = runner.chain_on_device(ids, torch.tensor(3), torch.tensor(START), best_only=True)
+    assert best.shape == () and int(best) == int(logits.argmax()) and torch.equal(best_hidden, hidden)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
 @pytest.mark.parametrize("compile_scope", [None, "layer"])
 def test_best_only_in_a_compiled_graph_gives_each_rows_argmax(compile_scope):
@@ -73,6 +84,10 @@ def test_best_only_in_a_compiled_graph_gives_each_rows_argmax(compile_scope):
         logits, hidden = (t.clone() for t in runner.tree_on_device(None, on_device, start))
         best, best_hidden = runner.tree_on_device(None, on_device, start, best_only=True)
         assert torch.equal(best, logits.argmax(-1)) and torch.equal(best_hidden, hidden)
+        count = torch.tensor(3, device="cuda")
+        last, last_hidden = (t.clone() for t in runner.chain_on_device(on_device[0, :5], count, start[1]))
+        best, best_hidden = runner.chain_on_device(on_device[0, :5], count, start[1], best_only=True)
+        assert int(best) == int(last.argmax()) and torch.equal(best_hidden, last_hidden)
 
 
 def test_a_device_draft_is_checked_when_first_read():

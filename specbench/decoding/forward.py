@@ -163,20 +163,23 @@ class ForwardRunner:
         return scores[:n], hidden[:n]
 
     def chain_on_device(self, ids: torch.Tensor, count: torch.Tensor, start: torch.Tensor,
-                        layers: Sequence[int] | None = None, features: torch.Tensor | None = None):
+                        layers: Sequence[int] | None = None, features: torch.Tensor | None = None, *,
+                        best_only: bool = False):
         """The logits [V] and hidden state [h] of the last of the first ``count`` tokens of ``ids`` [r], appended
         causally at slot ``start``; ``count`` and ``start`` are device scalars, so nothing waits for the host.
         Rows from ``count`` on are padding (scratch slots, each attending only itself); one graph serves every
-        ``count`` up to ``r``. Only the last real row goes through the LM head."""
+        ``count`` up to ``r``. Only the last real row goes through the LM head. ``best_only``: its argmax token []
+        instead of its logits, computed inside the graph."""
         r = ids.numel()
 
         def run(ids, count, start, *features):
-            return self._step(self.device_chain_inputs(ids, count, start) + features, layers, last_of=count)
+            return self._step(self.device_chain_inputs(ids, count, start) + features, layers, last_of=count,
+                              best_only=best_only)
 
         args = (ids, count, start) + (() if features is None else (features,))
         if not self.cuda_graphs:
             return run(*args)
-        return self._graph((r, "chain on device"), layers, run)(*args)
+        return self._graph((r, "chain on device", best_only), layers, run)(*args)
 
     def device_chain_inputs(self, ids: torch.Tensor, count: torch.Tensor, start: torch.Tensor):
         """(index [3, r], mask [1, 1, r, total_slots]) of ``chain_on_device``, built on the device."""
@@ -247,10 +250,10 @@ class ForwardRunner:
         hidden = self.model(ids[None], positions, slots, mask, layers, **extra)[0]
         if last_of is not None:
             hidden = hidden.index_select(0, (last_of - 1).view(1))
-            return self.model.logits(hidden)[0], hidden[0]
+        scores = self.model.logits(hidden)
         if best_only:
-            return self._argmax(self.model.logits(hidden)), hidden
-        return self.model.logits(hidden), hidden
+            scores = self._argmax(scores)
+        return (scores[0], hidden[0]) if last_of is not None else (scores, hidden)
 
     def pad(self, size, ids, positions, slots, mask, *features):
         """The inputs padded to bucket ``size``: padding rows write to scratch slots and attend only themselves."""

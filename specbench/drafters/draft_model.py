@@ -123,12 +123,13 @@ class DraftModelDrafter(Drafter):
             start = commit.scalars[1:] - (fed - 1)
         if fed not in self._counts:
             self._counts[fed] = torch.tensor(fed, device=device)
-        logits, _ = runner.chain_on_device(feed, self._counts[fed], start[0], self.session.layers)
-        drafted = [logits.argmax().view(1)]
+        best, _ = runner.chain_on_device(feed, self._counts[fed], start[0], self.session.layers, best_only=True)
+        drafted = [best.view(1)]
         positions = start + fed + torch.arange(n - 1, device=device)  # the drafted tokens' slots but the last's
         for i in range(n - 1):
-            logits, _ = runner.chain_on_device(drafted[-1], self._counts[1], positions[i], self.session.layers)
-            drafted.append(logits.argmax().view(1))
+            best, _ = runner.chain_on_device(drafted[-1], self._counts[1], positions[i], self.session.layers,
+                                             best_only=True)
+            drafted.append(best.view(1))
         chain = torch.cat(drafted)
         self._last = (base, chain)
         return chain_tree(chain)
