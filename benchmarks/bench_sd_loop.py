@@ -148,7 +148,7 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
     steps, committed = gen.steps, sum(gen.accept_lengths)
     phases = {p: sum(gen.phase_ms.get(s, {}).get(p, 0.0) for s in range(steps)) / steps for p in LOOP_PHASES}
     out = {"method": name, "drafter": conf, "replay_tau": tau, "tau": gen.tau, "steps": steps,
-           "mean_drafted": sum(gen.drafted) / steps, "warmup_s": warmup_s,
+           "mean_drafted": sum(gen.drafted) / steps, "reverified_steps": gen.reverified_steps, "warmup_s": warmup_s,
            "tok_s": committed / gen.decode_s, "wall_ms_per_step": 1e3 * gen.decode_s / steps,
            "wall_ms_per_step_runs": [1e3 * g.decode_s / g.steps for g in timed],
            "phase_ms_per_step": phases}
@@ -184,10 +184,11 @@ def markdown(result: dict) -> str:
              f"{len(result['methods'][0].get('wall_ms_per_step_runs', [0])) if result['methods'] else 0} timed "
              "generations.", "",
              "| method | tau | tok/s measured | Eq. (1) from graph replays | predicted / measured | wall ms/step | "
-             "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) |", "|" + "---|" * 9]
+             "isolated GPU ms/step | host overhead, at most | GPU idle (CUPTI) | steps verified twice |",
+             "|" + "---|" * 10]
     for row in result["methods"]:
         if "error" in row:
-            lines.append(f"| {row['method']} | – | – | – | – | – | – | – | {row['error']} |")
+            lines.append(f"| {row['method']} | – | – | – | – | – | – | – | {row['error']} | – |")
             continue
         ho = row.get("host_overhead", {})
         pred = row.get("eq1_tok_s")
@@ -195,7 +196,8 @@ def markdown(result: dict) -> str:
                      f"{'–' if pred is None else f'{pred:.1f}'} | "
                      f"{'–' if pred is None else format(row['eq1_over_measured'], '.3f')} | "
                      f"{row['wall_ms_per_step']:.2f} | {row.get('eq1_step_ms', float('nan')):.2f} | "
-                     f"{row.get('host_overhead_at_most', float('nan')):.1%} | {ho.get('fraction', float('nan')):.1%} |")
+                     f"{row.get('host_overhead_at_most', float('nan')):.1%} | {ho.get('fraction', float('nan')):.1%} | "
+                     f"{row['reverified_steps']} of {row['steps']} |")
     lines += ["", "Per method, the graphs replayed in a decoding step (isolated median ms x replays per step):", ""]
     for row in result["methods"]:
         if row.get("graphs"):

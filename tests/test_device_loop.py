@@ -151,10 +151,26 @@ def test_hierspec_device_steps_equal_host_steps(stack, name, inner_replayed, out
         whole += sum(a == d + 1 for a, d in zip(dev.accept_lengths[:-1], dev.drafted))
         partial += sum(a <= d for a, d in zip(dev.accept_lengths[:-1], dev.drafted))
         sizes |= set(dev.drafted)
+        assert dev.reverified_steps == 0  # every tree holds the paths replay imposes: each guessed chain stands
     assert partial and len(sizes) > 1  # rollbacks, and chains of several lengths (rounds)
     # a whole chain kept (the intermediate runs its last token): not seen where a greedy target checks the paths an
     # EAGLE-3 head's tree had imposed on it; the other seven cases run it
     assert whole or (name, outer_replayed, inner_replayed) == ("hierspec3", False, True)
+
+
+@pytest.mark.parametrize("outer_replayed", [False, True])
+def test_hierspec_device_steps_equal_host_steps_when_a_guessed_chain_falls_short(stack, outer_replayed):
+    """Inner trees of two nodes, often side by side: a round replay asks to keep 2 nodes then keeps 1, so the chain the
+    device loop guessed and had verified is drafted on and verified again; the tokens are still the host loop's."""
+    drafter = stack.drafter("hierspec", inner_tree_size=3, **({} if outer_replayed else near_copy(stack)))
+    reverified, steps = 0, 0
+    for prompt in prompts():
+        (host, *host_steps), (dev, *dev_steps) = hierspec_pair(stack, drafter, prompt, True, outer_replayed,
+                                                               device=False)
+        assert dev.tokens == host.tokens and dev.accept_lengths == host.accept_lengths
+        assert dev.drafted == host.drafted and dev_steps == host_steps
+        reverified, steps = reverified + dev.reverified_steps, steps + dev.gpu_steps
+    assert 0 < reverified < steps  # guesses wrong and right
 
 
 def draft_model_pair(stack, drafter, prompt, replayed: bool, device: bool):
@@ -234,12 +250,15 @@ def test_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, replayed, name
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-@pytest.mark.parametrize("inner_replayed", [False, True])
+@pytest.mark.parametrize("inner_replayed, inner_tree_size", [(False, 6), (True, 6), (True, 3)])
 @pytest.mark.parametrize("outer_replayed", [False, True])
-def test_hierspec_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, inner_replayed, outer_replayed):
-    """HierSpec's rounds on the GPU: pinned packets read mid-step, the round graphs' outputs copied before reuse."""
+def test_hierspec_device_steps_equal_host_steps_with_cuda_graphs(tmp_path, inner_replayed, inner_tree_size,
+                                                                 outer_replayed):
+    """HierSpec's rounds on the GPU: pinned packets read mid-step (or, replayed, after the target's verify of the
+    guessed chain is enqueued; trees of 3 make some guesses wrong), the round graphs' outputs copied before reuse."""
     stack = Stack(tmp_path, num_hidden_layers=4, device="cuda")
-    drafter = stack.drafter("hierspec", **({} if outer_replayed else near_copy(stack)))
+    drafter = stack.drafter("hierspec", inner_tree_size=inner_tree_size,
+                            **({} if outer_replayed else near_copy(stack)))
     for prompt in prompts():
         (host, *host_steps), (dev, *dev_steps) = hierspec_pair(stack, drafter, prompt, inner_replayed, outer_replayed,
                                                                device=True)

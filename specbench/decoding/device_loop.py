@@ -178,7 +178,8 @@ class DeviceLoop:
         ahead = 0 if drafter.device_count_on_host and rule is None else 1
         commit, step, pending = None, 0, []
         while True:
-            commit, packet = self._enqueue(step, commit, scalars, timer, rule, tokens)
+            commit, packet, again = self._enqueue(step, commit, scalars, timer, rule, tokens)
+            out.reverified_steps += again
             scalars = commit.scalars
             pending.append(packet)
             step += 1
@@ -210,11 +211,17 @@ class DeviceLoop:
         timer.next_step()
         with timer.phase("draft"):
             tree = self.drafter.propose_on_device(commit, tokens)
-        with timer.phase("verify"):
-            best, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers,
-                                                             best_only=True)
+        verifies = 0
+        while tree is not None:
+            with timer.phase("verify"):
+                best, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers,
+                                                                 best_only=True)
+            verifies += 1
+            with timer.phase("draft"):
+                revised = self.drafter.confirm_on_device()
+            tree, verified = revised, tree
         with timer.phase("accept"):
-            commit, packet = self._acceptance(best, hidden, tree, scalars, want)
+            commit, packet = self._acceptance(best, hidden, verified, scalars, want)
             commit.host_count = wanted if rule is not None else None
             if slot.host is None or slot.host.numel() < packet.numel():  # a drafter's trees may vary in size
                 slot.host = torch.empty(packet.numel(), dtype=packet.dtype, pin_memory=self.pinned)
@@ -223,7 +230,7 @@ class DeviceLoop:
             slot.done = torch.cuda.Event() if self.pinned else None
             if slot.done is not None:
                 slot.done.record()
-        return commit, (host, slot.done)
+        return commit, (host, slot.done), verifies - 1
 
     def _read(self, packet, tokens: list[int], out: Generation, max_new_tokens: int,
               stop_ids: frozenset[int]) -> tuple[bool, int]:

@@ -59,6 +59,12 @@ class Drafter(ABC):
         ``tokens`` (the prompt and the first token) is what the step continues."""
         raise NotImplementedError(f"drafter {self.name} drafts on the host")
 
+    def confirm_on_device(self) -> torch.Tensor | None:
+        """Called once the target's verify of the tree ``propose_on_device`` returned is enqueued: None when that tree
+        stands, else the tree to verify instead. A drafter that guessed its tree's size to enqueue it before reading
+        what it drafted (HierSpec under replayed acceptance) reads here, while the GPU runs the verify."""
+        return None
+
     def drop_device_step(self) -> None:
         """The step a ``DeviceLoop`` enqueued past the end of a generation is dropped: undo what drafting it changed on
         the host (a replayed acceptance's step counter)."""

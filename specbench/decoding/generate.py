@@ -38,6 +38,8 @@ class Generation:
     decode_s: float = 0.0  # the decoding loop after the prefills, wall clock
     dropped_steps: int = 0  # steps the GPU ran past the end (``DeviceLoop``): their forwards are in no step
     decode_loop: str = "host"  # which loop ran the steps: "device" (``DeviceLoop``) or "host"
+    reverified_steps: int = 0  # steps whose target verify ran twice: the drafter guessed its tree wrong
+    # (``Drafter.confirm_on_device``); both verifies are in the step's phase times
 
     @property
     def gpu_steps(self) -> int:

@@ -13,7 +13,11 @@ on the device (``DeviceAcceptance``), and the chain's tokens and the intermediat
 a round's accepted count only when the rounds it has enqueued might already reach ``min_draft`` (one sync per step
 when two rounds suffice), and tracks every length: the target's count (replayed, so known in advance; or greedy,
 read back before the next step) tells it how much of the chain was kept, so it rolls the intermediate back and, when
-the whole chain was accepted, runs the chain's last token through the intermediate, as the host loop does.
+the whole chain was accepted, runs the chain's last token through the intermediate, as the host loop does. Under
+replayed acceptance the host does not wait for that read: it guesses that each round kept what replay imposed,
+enqueues the target's verify of that chain, and reads while the verify runs (``confirm_on_device``); a round whose
+tree held no path that long proves the guess wrong, and the chain is drafted on and verified again
+(``Generation.reverified_steps``).
 """
 
 from __future__ import annotations
@@ -153,6 +157,9 @@ class HierSpecDrafter(Drafter):
     def propose_on_device(self, commit, tokens):
         return self._device_rounds().propose(commit, tokens)
 
+    def confirm_on_device(self):
+        return self._device_rounds().confirm()
+
     def drop_device_step(self):
         if isinstance(self.ctx.acceptor, ReplayAcceptance):
             self.ctx.acceptor.steps -= self._device_rounds().last_rounds  # the dropped step's rounds: the next step's
@@ -167,6 +174,19 @@ class _Chain:
     rows: list[tuple[torch.Tensor, int]]  # per round: its kept rows (padded) and how many are real; together the
     # intermediate's output rows at slots base … base + m - 1, joined after the target's verify is enqueued
     last_round: int  # the intermediate's length before the last round (its pairs the head has not yet read)
+
+
+@dataclass
+class _Step:
+    """A step's rounds while the host enqueues them."""
+
+    base: int  # the target's length when the step started
+    pairs: DeviceCommit | None  # what the next round's head reads
+    scalars: torch.Tensor  # the next round's (root, start)
+    tokens: list[int]
+    rounds: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # kept tokens and rows, padded
+    sizes: list[int] = field(default_factory=list)  # tokens each round kept, as read
+    guesses: list[int] = field(default_factory=list)  # the rounds not yet read: the most tokens each can have kept
 
 
 class _DeviceRounds:
@@ -188,6 +208,7 @@ class _DeviceRounds:
         self.one = torch.ones((), dtype=torch.long, device=self.device)
         self.last: _Chain | None = None
         self.last_rounds = 0
+        self.step: _Step | None = None
 
     def _on_device(self, pinned: torch.Tensor) -> torch.Tensor:
         return pinned.to(self.device, non_blocking=self.pinned)
@@ -220,39 +241,65 @@ class _DeviceRounds:
         return new, pairs, pairs.scalars
 
     def propose(self, commit: DeviceCommit | None, tokens: list[int]) -> torch.Tensor:
-        """The chain [3, m] the target verifies; ``commit``: the target's last commit (None after the prompt)."""
+        """The chain [3, m] the target verifies; ``commit``: the target's last commit (None after the prompt). Under
+        replayed acceptance its size is a guess, read in ``confirm`` once the target's verify is enqueued."""
         base, pairs, scalars = self._resume(commit, tokens)
-        drafter, depth = self.drafter, self.inner.depth
-        rounds: list[tuple[torch.Tensor, torch.Tensor]] = []  # each round's kept tokens and rows, padded
-        sizes: list[int] = []  # tokens each round kept, as read
-        bound = 0  # the most tokens the rounds not yet read can have kept
-        while sum(sizes) + bound < drafter.min_draft or bound:
-            if sum(sizes) + bound >= drafter.min_draft:  # the rounds enqueued may suffice: read them
-                sizes += self._read(len(sizes), len(rounds))
-                bound = 0
-                continue
-            j = len(rounds)
-            wanted = drafter.ctx.acceptor.length() - 1 if self.replay else depth
-            want = self.wants[j]
-            want.numpy()[0] = wanted  # copied in by the acceptance, before the host writes it again (next step)
-            tree = self.inner.propose_on_device(pairs, tokens)
-            best, hidden = self.session.runner.tree_on_device(None, tree[:2], scalars, self.session.layers,
-                                                              best_only=True)
-            pairs, packet = self.acceptance(best, hidden, tree, scalars, want if self.pinned else want.to(self.device))
-            if self.packets[j] is None:  # the inner trees have one size
-                self.packets[j] = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
-            self.packets[j].copy_(packet, non_blocking=self.pinned)
-            if self.pinned:
-                self.copied.record()  # the read waits for this, not for the copies below
-            rounds.append((pairs.tokens.clone(), pairs.kept.clone()))  # the next round's acceptance reuses its outputs
-            scalars = pairs.scalars
-            bound += min(wanted, depth) + 1
-        self.last_rounds, m = len(rounds), sum(sizes)
-        # after the read the GPU waits for the target's verify: one kernel (the tokens), then its launch
+        self.step = _Step(base, pairs, scalars, tokens)
+        return self._draft(guess=self.replay)
+
+    def confirm(self) -> torch.Tensor | None:
+        """None when the rounds kept what the chain was written for; else the chain of what they kept, drafted on to
+        ``min_draft`` if they fell short (a round's tree held no path as long as replay imposed)."""
+        step = self.step
+        if not step.guesses:
+            return None
+        guesses, read = step.guesses, self._read(len(step.sizes), len(step.rounds))
+        step.sizes += read
+        step.guesses = []
+        return None if read == guesses else self._draft(guess=False)
+
+    def _draft(self, guess: bool) -> torch.Tensor:
+        """Enqueue rounds until those enqueued can hold ``min_draft`` tokens and write their chain: with ``guess``, as
+        long as each round can have kept (replay imposes it, unless the tree holds no such path); else as read."""
+        step, min_draft = self.step, self.drafter.min_draft
+        while True:
+            while sum(step.sizes) + sum(step.guesses) < min_draft:
+                self._round()
+            if guess:
+                return self._chain(step.sizes + step.guesses)
+            step.sizes += self._read(len(step.sizes), len(step.rounds))
+            step.guesses = []
+            if sum(step.sizes) >= min_draft:
+                return self._chain(step.sizes)
+
+    def _round(self) -> None:
+        """Enqueue one round: the head drafts, the intermediate verifies, accepts and commits, the count is copied."""
+        step, depth, j = self.step, self.inner.depth, len(self.step.rounds)
+        wanted = self.drafter.ctx.acceptor.length() - 1 if self.replay else depth
+        want = self.wants[j]
+        want.numpy()[0] = wanted  # copied in by the acceptance, before the host writes it again (next step)
+        tree = self.inner.propose_on_device(step.pairs, step.tokens)
+        best, hidden = self.session.runner.tree_on_device(None, tree[:2], step.scalars, self.session.layers,
+                                                          best_only=True)
+        step.pairs, packet = self.acceptance(best, hidden, tree, step.scalars,
+                                             want if self.pinned else want.to(self.device))
+        if self.packets[j] is None:  # the inner trees have one size
+            self.packets[j] = torch.empty(packet.shape, dtype=packet.dtype, pin_memory=self.pinned)
+        self.packets[j].copy_(packet, non_blocking=self.pinned)
+        if self.pinned:
+            self.copied.record()  # the read waits for this, not for the copies below
+        step.rounds.append((step.pairs.tokens.clone(), step.pairs.kept.clone()))  # the next round reuses its outputs
+        step.scalars = step.pairs.scalars
+        step.guesses.append(min(wanted, depth) + 1)
+
+    def _chain(self, sizes: list[int]) -> torch.Tensor:
+        """The target's draft: the first ``sizes[j]`` kept tokens of each round, written by one kernel."""
+        step, m = self.step, sum(sizes)
         tree = self.chain[:, :m]
-        torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(rounds, sizes)], out=tree[0])
-        self.last = _Chain(base, tree[0], [(kept_rows, k) for (_, kept_rows), k in zip(rounds, sizes)],
-                           base + m - sizes[-1])
+        torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(step.rounds, sizes)], out=tree[0])
+        self.last_rounds = len(step.rounds)
+        self.last = _Chain(step.base, tree[0], [(kept_rows, k) for (_, kept_rows), k in zip(step.rounds, sizes)],
+                           step.base + m - sizes[-1])
         return tree
 
     def _read(self, first: int, end: int) -> list[int]:

@@ -41,6 +41,7 @@ def generation_row(gen: Generation) -> dict:
         "accept_lengths": json.dumps(gen.accept_lengths),
         "stop_reason": gen.stop_reason,
         "decode_loop": gen.decode_loop,
+        "reverified_steps": gen.reverified_steps,
         "prefill_s": gen.prefill_s,
         "decode_s": gen.decode_s,
         "total_s": total_s,
