@@ -129,7 +129,7 @@ class DraftModelDrafter(Drafter):
         for i in range(n - 1):
             best, _ = runner.chain_on_device(drafted[-1], self._counts[1], positions[i], self.session.layers,
                                              best_only=True)
-            drafted.append(best.view(1))
+            drafted.append(best.view(1).clone())  # each pass replays one graph, which rewrites its output buffer
         chain = torch.cat(drafted)
         self._last = (base, chain)
         return chain_tree(chain)
