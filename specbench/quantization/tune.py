@@ -108,9 +108,12 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
         out += [A8Config("gemv", bn, bk, s, warps=w, stages=2) for bn, bk, w in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
     bks = (64, 128) if grouped else (128, 256)
-    grid = itertools.product(bms, (64, 128), bks, (3, 4))
-    out += [A8Config("dot", bn, bk, s, BM=bm, warps=4, stages=st)
-            for bm, bn, bk, st in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1]
+    # dot: wider N tiles read each activation tile for more weights (at BN 64 and M = 64 a program reads twice as many
+    # activation bytes as weight bytes); two warp groups where the [BN, BM] accumulator would not fit four warps
+    grid = itertools.product(bms, (64, 128, 256), bks, (3, 4), (4, 8))
+    out += [A8Config("dot", bn, bk, s, BM=bm, warps=w, stages=st)
+            for bm, bn, bk, st, w in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1
+            if (w == 4 and bm * bn <= 64 * 128) or (w == 8 and bm * bn >= 64 * 128)]
     out[1:] = both_k_ranges(out[1:])
     fitting = [c for c in dict.fromkeys(out) if int8_kernel.check_shape(n, k, group, bits, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
