@@ -39,9 +39,9 @@ INTERPRETED = textwrap.dedent("""
     def rel(a, b):
         return ((a.float() - b.float()).norm() / b.float().norm()).item()
 
-    # per-token quantization: the codes and scales fake_quant_act means, in one pass and in two
+    # per-token quantization: the codes and scales fake_quant_act means, one program a row and several
     gen = torch.Generator().manual_seed(0)
-    for m, k, block in ((1, 300, None), (3, 300, 64), (17, 96, None)):
+    for m, k, block in ((1, 300, None), (3, 300, 64), (17, 96, None), (2, 1030, 256)):  # 1, 5, 1, 5 programs a row
         x = torch.randn(m, k, generator=gen) * 3
         x[0, :6] = torch.tensor([2.5, -0.5, 1.5, 0.0, 3.5, 127.0])  # scale 1: ties round half to even
         if m > 1:
@@ -56,6 +56,11 @@ INTERPRETED = textwrap.dedent("""
             assert q[0, :6].tolist() == [2, 0, 2, 0, 4, 127] and (m == 1 or not q[1].any())
             q_eo, s_eo = quantize_per_token(x.to(dtype), block, even_odd=True)  # the 4-bit gemv's order
             assert torch.equal(q_eo, torch.cat([q[:, 0::2], q[:, 1::2]], 1)) and torch.equal(s_eo, s)
+    # near ties: x / s within an ulp or two of k + 1/2, where a quotient off by one ulp rounds the other way
+    steps = torch.tensor([0.0137, 0.3, 1.7e-3, 0.0913])[:, None]
+    x = steps * torch.cat([torch.tensor([127.0]), torch.arange(-127, 126) + 0.5])
+    q, s = quantize_per_token(x, 64)
+    assert torch.equal(q.float(), torch.round(x / s[:, None]).clamp(-127, 127))
 
     def run(qw, m, dtype, cfg=None, seed=0):
         gen = torch.Generator().manual_seed(seed)

@@ -3,8 +3,13 @@
 For each row: ``s = max(|x|) / 127`` (at least float32's smallest normal), ``q = round(x / s)`` (half to even,
 like ``torch.round``) clamped to [-127, 127]. Returns int8 ``q`` [M, K] and float32 ``s`` [M]; with ``even_odd``
 each row holds its even inputs then its odd ones (``q[2i]`` at i, ``q[2i + 1]`` at K/2 + i), the order the 4-bit
-gemv reads. One program per row; rows of up to ``ONE_PASS_MAX`` elements are read once and kept in registers,
-longer ones are read twice.
+kernels read: evens and odds are loaded apart (stride 2), so both halves are stored as contiguous runs.
+
+A row is cut into ``parts`` chunks, one program each, so that a few rows still occupy many multiprocessors (one
+program per row left one SM quantizing a 28672-wide row for 7 µs). Every program of a row reads the whole row for
+its maximum (from L2: three operations per element) and quantizes only its chunk. The quotient x / s costs a
+multiply and two FMAs: with r = 1 / s correctly rounded, q0 = x r and the exact residual x - q0 s, q0 + r (x - q0 s)
+rounds to the correctly rounded x / s (Markstein), so the codes are those of a true division.
 
 With programmatic dependent launch (``pdl.PDL``) the kernel lets the GEMM launched after it start at once: that
 GEMM (``int8_kernel``) streams weights and waits (``gdc_wait``) only before it reads the codes.
@@ -22,7 +27,8 @@ try:
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 
-ONE_PASS_MAX = 32768
+BLOCK = 4096  # elements a program reads per step (2048 and 1024 measured slower on the H200)
+PROGRAMS = 264  # aim: two programs per multiprocessor of an H100/H200
 if PDL:
     from specbench.quantization.pdl import gdc_launch_dependents
 
@@ -32,46 +38,56 @@ if triton is not None:
     ROUND = tl.constexpr(12582912.0)  # 1.5 * 2^23: (v + ROUND) - ROUND rounds float32 |v| < 2^22, ties to even
 
     @triton.jit
-    def _quantize(x, s):
-        v = tl.minimum(tl.maximum(tl.math.div_rn(x, s), -127.0), 127.0)
+    def _quantize(x, s, r):
+        """int8 codes of ``x`` at scale ``s`` (``r``: 1 / s correctly rounded): round(x / s) clamped to ±127."""
+        q0 = x * r
+        v = tl.fma(tl.fma(-q0, s, x), r, q0)  # x / s correctly rounded
+        v = tl.minimum(tl.maximum(v, -127.0), 127.0)
         return ((v + ROUND) - ROUND).to(tl.int8)
 
     @triton.jit
-    def _dest(idx, K, EVEN_ODD: tl.constexpr):
-        """Where input ``idx`` of a row goes: itself, or in even-odd order."""
-        if EVEN_ODD:
-            return (idx % 2) * (K // 2) + idx // 2
-        else:
-            return idx
-
-    @triton.jit
-    def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, BLOCK: tl.constexpr, ONE_PASS: tl.constexpr,
-                         EVEN_ODD: tl.constexpr, LAUNCH_NEXT: tl.constexpr):
+    def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, CHUNK, BLOCK: tl.constexpr, EVEN_ODD: tl.constexpr,
+                         LAUNCH_NEXT: tl.constexpr):
         if LAUNCH_NEXT:
             gdc_launch_dependents()
-        row = tl.program_id(0).to(tl.int64)
+        row, part = tl.program_id(0).to(tl.int64), tl.program_id(1)
         offs = tl.arange(0, BLOCK)
         x_row, q_row = x_ptr + row * stride_xm, q_ptr + row * K
-        if ONE_PASS:
-            x = tl.load(x_row + offs, mask=offs < K, other=0.0).to(tl.float32)
-            s = tl.maximum(tl.max(tl.abs(x), axis=0) / 127.0, TINY)
-            tl.store(q_row + _dest(offs, K, EVEN_ODD), _quantize(x, s), mask=offs < K)
+        amax = tl.zeros((BLOCK,), dtype=tl.float32)
+        for k0 in range(0, K, BLOCK):
+            x = tl.load(x_row + k0 + offs, mask=k0 + offs < K, other=0.0).to(tl.float32)
+            amax = tl.maximum(amax, tl.abs(x))
+        s = tl.maximum(tl.max(amax, axis=0) / 127.0, TINY)
+        r = tl.math.div_rn(1.0, s)
+        begin = part * CHUNK
+        end = tl.minimum(begin + CHUNK, K)
+        if EVEN_ODD:  # pairs: BLOCK / 2 evens and as many odds per step (CHUNK and K are even)
+            half = tl.arange(0, BLOCK // 2)
+            for k0 in range(begin, end, BLOCK):
+                i = k0 // 2 + half
+                ok = 2 * i < end
+                even = tl.load(x_row + 2 * i, mask=ok, other=0.0).to(tl.float32)
+                odd = tl.load(x_row + 2 * i + 1, mask=ok, other=0.0).to(tl.float32)
+                tl.store(q_row + i, _quantize(even, s, r), mask=ok)
+                tl.store(q_row + K // 2 + i, _quantize(odd, s, r), mask=ok)
         else:
-            amax = tl.zeros((BLOCK,), dtype=tl.float32)
-            for k0 in range(0, K, BLOCK):
-                x = tl.load(x_row + k0 + offs, mask=k0 + offs < K, other=0.0).to(tl.float32)
-                amax = tl.maximum(amax, tl.abs(x))
-            s = tl.maximum(tl.max(amax, axis=0) / 127.0, TINY)
-            for k0 in range(0, K, BLOCK):
-                x = tl.load(x_row + k0 + offs, mask=k0 + offs < K, other=0.0).to(tl.float32)
-                tl.store(q_row + _dest(k0 + offs, K, EVEN_ODD), _quantize(x, s), mask=k0 + offs < K)
-        tl.store(s_ptr + row, s)
+            for k0 in range(begin, end, BLOCK):
+                ok = k0 + offs < end
+                x = tl.load(x_row + k0 + offs, mask=ok, other=0.0).to(tl.float32)
+                tl.store(q_row + k0 + offs, _quantize(x, s, r), mask=ok)
+        if part == 0:
+            tl.store(s_ptr + row, s)
 
 
-def quantize_per_token(x: torch.Tensor, block: int | None = None,
-                       even_odd: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def parts_per_row(m: int, k: int, block: int) -> int:
+    """Programs per row: enough that M rows give about ``PROGRAMS``, each with at least one block."""
+    return max(1, min(-(-PROGRAMS // m), -(-k // block)))
+
+
+def quantize_per_token(x: torch.Tensor, block: int | None = None, even_odd: bool = False,
+                       parts: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 codes [M, K], float32 scales [M]) of ``x`` [M, K] (K-contiguous rows); ``block`` caps the elements
-    read per step (default: the whole row up to ``ONE_PASS_MAX``)."""
+    read per step (default ``BLOCK``), ``parts`` sets the programs per row (default ``parts_per_row``)."""
     m, k = x.shape
     if x.stride(1) != 1:
         raise ValueError("per-token quantization needs K-contiguous rows")
@@ -81,8 +97,10 @@ def quantize_per_token(x: torch.Tensor, block: int | None = None,
     s = torch.empty(m, dtype=torch.float32, device=x.device)
     if m == 0:
         return q, s
-    block = min(block or ONE_PASS_MAX, triton.next_power_of_2(k))
-    warps = max(1, min(16, block // 1024))
-    act_quant_kernel[(m,)](x, q, s, k, x.stride(0), BLOCK=block, ONE_PASS=block >= k, EVEN_ODD=even_odd,
-                           LAUNCH_NEXT=PDL, num_warps=warps)
+    block = min(block or BLOCK, max(2, triton.next_power_of_2(k)))
+    parts = parts or parts_per_row(m, k, block)
+    chunk = -(-k // parts // block) * block  # whole blocks, so every chunk starts on an even input
+    parts = -(-k // chunk)
+    act_quant_kernel[(m, parts)](x, q, s, k, x.stride(0), chunk, BLOCK=block, EVEN_ODD=even_odd, LAUNCH_NEXT=PDL,
+                                 num_warps=max(1, min(8, block // 512)))
     return q, s

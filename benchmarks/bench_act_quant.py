@@ -1,0 +1,80 @@
+"""Per-token int8 activation quantization (``act_quant_kernel``): microseconds per call against torch's eager ops.
+
+The int8-activation linears (W8A8 int8, W4A8) run this kernel before every GEMM, so at M = 64 its time is part of
+T(64)/T(1). Each (M, K, order, block) is timed with CUDA events over a CUDA graph of 20 launches (median of 20
+replays); the same run times torch's eager per-token quantization (amax, divide, round, clamp, cast) and a copy of
+the same bytes as baselines. ``block``: the elements a program reads per step (``default`` = the kernel's choice).
+
+    python -m benchmarks.bench_act_quant --out results/act_quant
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import torch
+
+from benchmarks.common import smoke_parser
+from specbench.quantization.act_quant_kernel import quantize_per_token
+
+LAUNCHES = 20
+
+
+def eager(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    s = (x.float().abs().amax(-1) / 127).clamp_min(torch.finfo(torch.float32).tiny)
+    return torch.round(x.float() / s[:, None]).clamp(-127, 127).to(torch.int8), s
+
+
+def time_us(fn) -> float:
+    """Median µs of one ``fn()`` from replays of a graph of ``LAUNCHES`` calls."""
+    fn()
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(LAUNCHES):
+            fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(20):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / LAUNCHES)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = smoke_parser(__doc__, "not supported: the kernel's CPU tests run it in Triton's interpreter")
+    parser.add_argument("--ms", nargs="+", type=int, default=[1, 16, 64])
+    parser.add_argument("--ks", nargs="+", type=int, default=[4096, 8192, 14336, 28672])
+    parser.add_argument("--blocks", nargs="+", type=int, default=[0, 2048, 4096, 8192, 16384],
+                        help="0: the kernel's default")
+    args = parser.parse_args(argv)
+    if args.smoke or not torch.cuda.is_available():
+        parser.error("needs a GPU")
+    rows = []
+    for m in args.ms:
+        for k in args.ks:
+            x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            row = {"M": m, "K": k, "eager_us": time_us(lambda: eager(x)),
+                   "copy_us": time_us(lambda: x.clone())}
+            for even_odd in (False, True):
+                for block in args.blocks:
+                    if block and block >= k:
+                        continue
+                    label = f"{'even_odd' if even_odd else 'in_order'}/{block or 'default'}"
+                    row[label] = time_us(lambda: quantize_per_token(x, block or None, even_odd))
+            rows.append(row)
+            print(json.dumps({key: round(v, 2) if isinstance(v, float) else v for key, v in row.items()}), flush=True)
+    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "triton": __import__("triton").__version__, "date": time.strftime("%Y-%m-%d"), "rows": rows}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "act_quant.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    main()
