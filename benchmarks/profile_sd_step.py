@@ -7,6 +7,8 @@ time and its span. Also times, alone, 32 layers of the verify's attention (n que
 for each SDPA backend that accepts a boolean mask with GQA.
 
     python -m benchmarks.profile_sd_step --out results/profile_sd [--compile] [--tokens 64]
+    python -m benchmarks.profile_sd_step --out DIR --model llama-3-70b-instruct --quant w4a16 --dtype float16 \
+        --compile --compile-scope layer --tokens 8      # HierSpec's 70B verify of its chain
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import json
 import torch
 
 from benchmarks.profile_decode import attention_alone, profile_arguments, profiled
-from specbench.config import EngineConf, ModelConf
+from specbench.config import EngineConf, ModelConf, QuantConf
 from specbench.decoding.generate import generate
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
@@ -29,11 +31,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--prompt", type=int, default=128)
     parser.add_argument("--tokens", type=int, default=60, help="verified tokens n (root included)")
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument("--compile-scope", default=None, help="engine.compile_scope (layer)")
     parser.add_argument("--no-gemv", action="store_true")
+    parser.add_argument("--quant", default="none", help="the target's scheme (none = 16-bit)")
+    parser.add_argument("--backend", default="auto")
+    parser.add_argument("--dtype", default="bfloat16")
     args = parser.parse_args(argv)
-    engine = Engine(EngineConf(compile=args.compile, gemv=not args.no_gemv), device="cuda", dtype=torch.bfloat16,
-                    max_seq_len=args.max_seq_len)
-    model = engine.model(ModelConf(args.model, shape_only=True))
+    engine = Engine(EngineConf(compile=args.compile, compile_scope=args.compile_scope, gemv=not args.no_gemv),
+                    device="cuda", dtype=args.dtype, max_seq_len=args.max_seq_len)
+    quant = QuantConf(args.quant, args.backend) if args.quant != "none" else QuantConf()
+    model = engine.model(ModelConf(args.model, shape_only=True), quant)
     session = engine.session(model)
     drafter = engine.drafter({"name": "eagle", "head": "random", "topk": 10, "depth": 6,
                               "tree_size": args.tokens}, session)
