@@ -266,11 +266,11 @@ class _DeviceRounds:
             while sum(step.sizes) + sum(step.guesses) < min_draft:
                 self._round()
             if guess:
-                return self._chain(step.sizes + step.guesses)
+                return self._write_chain(step.sizes + step.guesses)
             step.sizes += self._read(len(step.sizes), len(step.rounds))
             step.guesses = []
             if sum(step.sizes) >= min_draft:
-                return self._chain(step.sizes)
+                return self._write_chain(step.sizes)
 
     def _round(self) -> None:
         """Enqueue one round: the head drafts, the intermediate verifies, accepts and commits, the count is copied."""
@@ -292,7 +292,7 @@ class _DeviceRounds:
         step.scalars = step.pairs.scalars
         step.guesses.append(min(wanted, depth) + 1)
 
-    def _chain(self, sizes: list[int]) -> torch.Tensor:
+    def _write_chain(self, sizes: list[int]) -> torch.Tensor:
         """The target's draft: the first ``sizes[j]`` kept tokens of each round, written by one kernel."""
         step, m = self.step, sum(sizes)
         tree = self.chain[:, :m]
