@@ -28,12 +28,14 @@ if step run; then
   grep -a "│" "$OUT/run.log" | tail -6
   tar czf "$OUT/runs.tgz" -C "$OUT" runs && rm -rf "$OUT/runs"
 fi
-if step loop; then
+if step loop; then  # each run's folder (its log inside) packed into loop8b.tgz: at most 8 files come back from $OUT
   for run in $(seq ${LOOP_RUNS:-3}); do
-    timeout ${LOOP_TIMEOUT_S:-240} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop8b_$run" --compile --compile-scope layer \
-        ${LOOP_ARGS:-} > "$OUT/loop8b_$run.log" 2>&1; echo "loop (8B) run $run rc $?"
-    grep -E "^\| (ar|ngram|eagle|hierspec|sp) " "$OUT/loop8b_$run/bench_sd_loop.md"
+    mkdir -p "$OUT/loop8b/run$run"
+    timeout ${LOOP_TIMEOUT_S:-240} python3 -m benchmarks.bench_sd_loop --out "$OUT/loop8b/run$run" --compile \
+        --compile-scope layer ${LOOP_ARGS:-} > "$OUT/loop8b/run$run/bench_sd_loop.log" 2>&1; echo "loop (8B) run $run rc $?"
+    grep -E "^\| (ar|ngram|eagle|hierspec|sp) " "$OUT/loop8b/run$run/bench_sd_loop.md"
   done
+  tar czf "$OUT/loop8b.tgz" -C "$OUT" loop8b && rm -rf "$OUT/loop8b"
 fi
 if step loop70b; then  # once per value of LOOP70_PDL (SPECBENCH_PDL: 1 on, 0 off), into loop70b/ or loop70b_pdl<value>/
   for pdl in ${LOOP70_PDL:-1}; do
