@@ -212,14 +212,13 @@ class DeviceLoop:
         with timer.phase("draft"):
             tree = self.drafter.propose_on_device(commit, tokens)
         verifies = 0
-        while tree is not None:
+        while tree is not None:  # a drafter that enqueued a guessed tree may revise it (``confirm_on_device``)
+            verified, verifies = tree, verifies + 1
             with timer.phase("verify"):
-                best, hidden = self.target.runner.tree_on_device(None, tree[:2], scalars, self.target.layers,
+                best, hidden = self.target.runner.tree_on_device(None, verified[:2], scalars, self.target.layers,
                                                                  best_only=True)
-            verifies += 1
             with timer.phase("draft"):
-                revised = self.drafter.confirm_on_device()
-            tree, verified = revised, tree
+                tree = self.drafter.confirm_on_device()
         with timer.phase("accept"):
             commit, packet = self._acceptance(best, hidden, verified, scalars, want)
             commit.host_count = wanted if rule is not None else None

@@ -92,7 +92,7 @@ class HierSpecDrafter(Drafter):
         self.inner.reset()
         self._known = None
         for rounds in self._rounds.values():
-            rounds.last = None
+            rounds.step = None
 
     def observe(self, tokens, hidden, start):
         if start == 0:  # prefill the intermediate model and the head on the prompt
@@ -162,25 +162,16 @@ class HierSpecDrafter(Drafter):
 
     def drop_device_step(self):
         if isinstance(self.ctx.acceptor, ReplayAcceptance):
-            self.ctx.acceptor.steps -= self._device_rounds().last_rounds  # the dropped step's rounds: the next step's
-
-
-@dataclass
-class _Chain:
-    """What a step drafted, for the next step's rollback: lengths on the host, tokens and rows on the device."""
-
-    base: int  # the target's (and the intermediate's) length when the step started
-    seq: torch.Tensor  # [m]: the chain, the target's draft (a view of ``_DeviceRounds.chain``)
-    rows: list[tuple[torch.Tensor, int]]  # per round: its kept rows (padded) and how many are real; together the
-    # intermediate's output rows at slots base … base + m - 1, joined after the target's verify is enqueued
-    last_round: int  # the intermediate's length before the last round (its pairs the head has not yet read)
+            self.ctx.acceptor.steps -= len(self._device_rounds().step.rounds)  # the dropped step's: the next step's
 
 
 @dataclass
 class _Step:
-    """A step's rounds while the host enqueues them."""
+    """A step's rounds: while the host enqueues them, then (``sizes`` all read) what the next step rolls back from.
+    Its chain, the target's draft, is ``_DeviceRounds.chain``'s first ``sum(sizes)`` tokens; the rounds' kept rows,
+    cut to ``sizes``, are the intermediate's output rows at slots base … base + m - 1."""
 
-    base: int  # the target's length when the step started
+    base: int  # the target's (and the intermediate's) length when the step started
     pairs: DeviceCommit | None  # what the next round's head reads
     scalars: torch.Tensor  # the next round's (root, start)
     tokens: list[int]
@@ -206,9 +197,7 @@ class _DeviceRounds:
         # the target's draft tree of every step: the chain's tokens written into row 0, parents and no-NaN fixed
         self.chain = chain_tree(torch.zeros(drafter.device_depth, dtype=torch.long, device=self.device))
         self.one = torch.ones((), dtype=torch.long, device=self.device)
-        self.last: _Chain | None = None
-        self.last_rounds = 0
-        self.step: _Step | None = None
+        self.step: _Step | None = None  # the step being drafted, or the last one
 
     def _on_device(self, pinned: torch.Tensor) -> torch.Tensor:
         return pinned.to(self.device, non_blocking=self.pinned)
@@ -221,19 +210,21 @@ class _DeviceRounds:
             base = self.session.length
             self.staged.numpy()[:] = (tokens[-1], base, 0)
             return base, None, self._on_device(self.staged)[:2]
-        last = self.last
-        m = last.seq.numel()
+        last = self.step
+        m = sum(last.sizes)
+        seq = self.chain[0, :m]
         kept = min(commit.host_count, m)  # a chain: the replayed count, unless the chain is shorter; or the count
         new = last.base + kept + 1  # the target's length after its commit; the bonus token is the next root
-        rows = torch.cat([kept_rows[:k] for kept_rows, k in last.rows])
+        rows = torch.cat([kept_rows[:k] for (_, kept_rows), k in zip(last.rounds, last.sizes)])
         if kept == m:  # the whole chain kept: its last token has not been through the intermediate
-            _, row = self.session.runner.chain_on_device(last.seq[m - 1 :], self.one, commit.scalars[1] - 1,
+            _, row = self.session.runner.chain_on_device(seq[m - 1 :], self.one, commit.scalars[1] - 1,
                                                          self.session.layers)
             rows = torch.cat([rows, row[None]])
-        # the head's pairs (row at p, token at p + 1) from the last round's first one, or the one the target changed
-        first = min(last.last_round, new - 1)
+        # the head's pairs (row at p, token at p + 1) from the last round's first one (the intermediate's length
+        # before it: the head has not read its pairs), or from the one the target changed
+        first = min(last.base + m - last.sizes[-1], new - 1)
         n, width = new - first, self.inner.depth + 2  # at most a round's tokens and the catch-up one
-        ids = torch.cat([last.seq[first - last.base : kept], commit.scalars[:1], last.seq.new_zeros(width - n)])
+        ids = torch.cat([seq[first - last.base : kept], commit.scalars[:1], seq.new_zeros(width - n)])
         features = torch.cat([rows[first - last.base : new - last.base], rows.new_zeros(width - n, rows.shape[1])])
         self.staged.numpy()[:] = (n - 1, first, new)
         staged = self._on_device(self.staged)
@@ -294,12 +285,8 @@ class _DeviceRounds:
 
     def _write_chain(self, sizes: list[int]) -> torch.Tensor:
         """The target's draft: the first ``sizes[j]`` kept tokens of each round, written by one kernel."""
-        step, m = self.step, sum(sizes)
-        tree = self.chain[:, :m]
-        torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(step.rounds, sizes)], out=tree[0])
-        self.last_rounds = len(step.rounds)
-        self.last = _Chain(step.base, tree[0], [(kept_rows, k) for (_, kept_rows), k in zip(step.rounds, sizes)],
-                           step.base + m - sizes[-1])
+        tree = self.chain[:, : sum(sizes)]
+        torch.cat([kept_tokens[:k] for (kept_tokens, _), k in zip(self.step.rounds, sizes)], out=tree[0])
         return tree
 
     def _read(self, first: int, end: int) -> list[int]:
