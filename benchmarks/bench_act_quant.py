@@ -11,39 +11,16 @@ the same bytes as baselines. ``block``: the elements a program reads per step (`
 from __future__ import annotations
 
 import json
-import statistics
 import time
 
 import torch
 
-from benchmarks.common import smoke_parser
+from benchmarks.common import graphed_us, smoke_parser
 from specbench.quantization.act_quant_kernel import quantize_per_token
-
-LAUNCHES = 20
-
 
 def eager(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     s = (x.float().abs().amax(-1) / 127).clamp_min(torch.finfo(torch.float32).tiny)
     return torch.round(x.float() / s[:, None]).clamp(-127, 127).to(torch.int8), s
-
-
-def time_us(fn) -> float:
-    """Median µs of one ``fn()`` from replays of a graph of ``LAUNCHES`` calls."""
-    fn()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(LAUNCHES):
-            fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(20):
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / LAUNCHES)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -59,14 +36,14 @@ def main(argv: list[str] | None = None) -> dict:
     for m in args.ms:
         for k in args.ks:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-            row = {"M": m, "K": k, "eager_us": time_us(lambda: eager(x)),
-                   "copy_us": time_us(lambda: x.clone())}
+            row = {"M": m, "K": k, "eager_us": graphed_us(lambda: eager(x)),
+                   "copy_us": graphed_us(lambda: x.clone())}
             for even_odd in (False, True):
                 for block in args.blocks:
                     if block and block >= k:
                         continue
                     label = f"{'even_odd' if even_odd else 'in_order'}/{block or 'default'}"
-                    row[label] = time_us(lambda: quantize_per_token(x, block or None, even_odd))
+                    row[label] = graphed_us(lambda: quantize_per_token(x, block or None, even_odd))
             rows.append(row)
             print(json.dumps({key: round(v, 2) if isinstance(v, float) else v for key, v in row.items()}), flush=True)
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

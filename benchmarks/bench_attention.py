@@ -16,8 +16,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from benchmarks.bench_act_quant import time_us
-from benchmarks.common import smoke_parser
+from benchmarks.common import graphed_us, smoke_parser
 from specbench.model import attention
 
 HEADS = {"llama-3-8b": (32, 8), "llama-3-70b": (64, 8)}
@@ -44,9 +43,9 @@ def main(argv: list[str] | None = None) -> dict:
             row = {"model": model, "n": n}
             for label, widths in (("kernel_us", chosen), ("kernel_merge16_us", lambda *_: 16)):
                 attention.merge_rows = widths
-                row[label] = time_us(lambda: attention.masked_attention(q, keys, values, *prepared))
+                row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
             attention.merge_rows = chosen
-            row["sdpa_us"] = time_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
+            row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
                                                                              enable_gqa=True))
             rows.append(row)
             print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}), flush=True)

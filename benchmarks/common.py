@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from specbench.decoding.graphs import GraphedCall
 from specbench.timing.timer import time_calls
 
 
@@ -33,6 +34,13 @@ def copy_bandwidth(device: str, nbytes: int, replays: int = 20) -> dict:
     del src, dst
     free(device)
     return {"bytes": nbytes, "median_ms": t.median_ms, "bandwidth_Bps": 2 * nbytes / (t.median_ms / 1e3)}
+
+
+def graphed_us(fn, launches: int = 20, replays: int = 20) -> float:
+    """Median µs of one ``fn()`` on the GPU, from replays of a CUDA graph of ``launches`` back-to-back calls."""
+    graphed = GraphedCall(lambda: [fn() for _ in range(launches)])
+    graphed()
+    return 1e3 * time_calls(graphed, "cuda", replays=replays, warmup=3).median_ms / launches
 
 
 def smoke_parser(doc: str, smoke: str) -> argparse.ArgumentParser:
