@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import torch
 
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the optional GPU extra; the CPU tests run the kernel through Triton's interpreter
+    triton = None
+
 
 class StaticKVCache:
     """Keys and values of every layer in one tensor ``kv`` [2, layers, 1, kv_heads, max_seq_len, head_dim],
@@ -12,7 +18,8 @@ class StaticKVCache:
 
     The model writes K/V at explicit slots; ``keep`` moves an accepted subset of freshly written slots down
     to contiguous slots after the committed prefix (KV compaction after a tree or sequence verify). One tensor
-    for both makes a layer's write one indexed store and a compaction two kernels.
+    for both makes a layer's write one kernel (``store_rows`` on a GPU, one indexed store elsewhere) and a compaction
+    two kernels.
     """
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, max_seq_len: int, dtype, device,
@@ -33,10 +40,13 @@ class StaticKVCache:
 
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n]; return this layer's full K and V."""
-        # Index the whole tensor with tensors (K/V, layer, slots): writing through a view such as kv[0, layer]
-        # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
-        where = (self.kv_index, self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
-        self.kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(self.kv.dtype)  # [2, n, 1, kv_heads, D]
+        if k.is_cuda and triton is not None and not torch.compiler.is_compiling() and fits(k, v):
+            store_rows(self.kv[:, layer], slots, k, v)  # one kernel where indexing takes a stack and index_put's copies
+        else:
+            # Index the whole tensor with tensors (K/V, layer, slots): writing through a view such as kv[0, layer]
+            # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
+            where = (self.kv_index, self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
+            self.kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(self.kv.dtype)  # [2, n, 1, kv_heads, D]
         return self.kv[0, layer], self.kv[1, layer]
 
     def keep(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
@@ -44,6 +54,38 @@ class StaticKVCache:
         self.kv.index_copy_(4, dst_slots, self.kv.index_select(4, src_slots))
         if self.positions is not None:
             self.positions.index_copy_(0, dst_slots, self.positions.index_select(0, src_slots))
+
+
+def fits(k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether ``store_rows`` takes ``k``/``v`` [1, kv_heads, n, head_dim]: contiguous head dims of a power-of-two size."""
+    d = k.shape[-1]
+    return k.shape[0] == 1 and k.stride(-1) == 1 and v.stride(-1) == 1 and d & (d - 1) == 0
+
+
+def store_rows(layer_kv: torch.Tensor, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """Write ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n] of one layer's ``layer_kv`` [2, 1, kv_heads, S,
+    head_dim] (a view of the cache), in one kernel: a program per token stores its keys and values of every head."""
+    _, heads, n, d = k.shape
+    _store_kernel[(n,)](layer_kv, k, v, slots, layer_kv.stride(0), layer_kv.stride(2), layer_kv.stride(3),
+                        k.stride(1), k.stride(2), v.stride(1), v.stride(2), heads,
+                        D=d, H=triton.next_power_of_2(heads), num_warps=4)
+
+
+if triton is not None:
+
+    @triton.jit
+    def _store_kernel(kv_ptr, k_ptr, v_ptr, slots_ptr, s_half, s_head, s_slot, sk_h, sk_n, sv_h, sv_n, heads,
+                      D: tl.constexpr, H: tl.constexpr):
+        """Token ``program_id``'s [heads, D] keys and values to its slot."""
+        t = tl.program_id(0)
+        head = tl.arange(0, H)[:, None]
+        dims = tl.arange(0, D)[None, :]
+        ok = head < heads
+        dst = kv_ptr + tl.load(slots_ptr + t) * s_slot + head * s_head + dims
+        k = tl.load(k_ptr + t * sk_n + head * sk_h + dims, mask=ok)
+        v = tl.load(v_ptr + t * sv_n + head * sv_h + dims, mask=ok)
+        tl.store(dst, k.to(kv_ptr.dtype.element_ty), mask=ok)
+        tl.store(dst + s_half, v.to(kv_ptr.dtype.element_ty), mask=ok)
 
 
 def causal_mask(start: int, n: int, max_seq_len: int, device) -> torch.Tensor:
