@@ -1,12 +1,11 @@
-"""The cache attention kernel (``model.attention``) per layer, against SDPA and other least shares, in one run.
+"""The cache attention kernel (``model.attention``) per layer, against SDPA and a fixed merge width, in one run.
 
 For the head layouts of Llama-3-8B (32 query heads, 8 KV heads) and -70B (64, 8), n queries (a decode step, a chain,
 a tree) against a static cache of ``--slots`` slots whose first ``--context`` are committed: microseconds per call of
-``masked_attention`` with each least share of visible blocks per split in ``--min-blocks`` (1: every split
-gets blocks, as before session 22; the shipped ``MIN_BLOCKS`` is marked), and of SDPA with the boolean mask. CUDA
-graph of 20 calls, median of 20 replays.
+``masked_attention`` with the merge width ``merge_rows`` picks, with 16 rows per merge program (the width before
+session 21), and of SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
 
-    python -m benchmarks.bench_attention --out results/attention --contexts 256 1024 3072
+    python -m benchmarks.bench_attention --out results/attention
 """
 
 from __future__ import annotations
@@ -26,33 +25,32 @@ HEADS = {"llama-3-8b": (32, 8), "llama-3-70b": (64, 8)}
 def main(argv: list[str] | None = None) -> dict:
     parser = smoke_parser(__doc__, "not supported: the kernel's CPU test runs it in Triton's interpreter")
     parser.add_argument("--ns", nargs="+", type=int, default=[1, 8, 31, 64])
-    parser.add_argument("--contexts", nargs="+", type=int, default=[256, 1024])
-    parser.add_argument("--min-blocks", nargs="+", type=int, default=[1, 2, 4])
+    parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--slots", type=int, default=4096)
     args = parser.parse_args(argv)
     if args.smoke or not torch.cuda.is_available():
         parser.error("needs a GPU")
-    shipped = attention.MIN_BLOCKS
+    chosen = attention.merge_rows
     rows = []
     for model, (h, kvh) in HEADS.items():
         keys, values = torch.randn(2, 1, kvh, args.slots, 128, device="cuda", dtype=torch.bfloat16)
-        for context, n in ((c, n) for c in args.contexts for n in args.ns):
+        for n in args.ns:
             q = torch.randn(1, h, n, 128, device="cuda", dtype=torch.bfloat16)
             mask = torch.zeros(1, 1, n, args.slots, dtype=torch.bool, device="cuda")
-            mask[..., :context] = True
-            mask[0, 0, :, context : context + n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
+            mask[..., : args.context] = True
+            mask[0, 0, :, args.context : args.context + n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
             prepared = attention.prepare(mask)
-            row = {"model": model, "context": context, "n": n, "shipped_min_blocks": shipped}
-            for least in args.min_blocks:
-                attention.MIN_BLOCKS = least
-                row[f"kernel_min{least}_us"] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
-            attention.MIN_BLOCKS = shipped
+            row = {"model": model, "n": n}
+            for label, widths in (("kernel_us", chosen), ("kernel_merge16_us", lambda *_: 16)):
+                attention.merge_rows = widths
+                row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
+            attention.merge_rows = chosen
             row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
                                                                              enable_gqa=True))
             rows.append(row)
             print(json.dumps({k: round(v, 2) if isinstance(v, float) else v for k, v in row.items()}), flush=True)
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": __import__("triton").__version__,
-              "date": time.strftime("%Y-%m-%d"), "slots": args.slots, "rows": rows}
+              "date": time.strftime("%Y-%m-%d"), "context": args.context, "slots": args.slots, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "attention.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

@@ -17,8 +17,7 @@ INTERPRETED = textwrap.dedent("""
 
     # heads, kv heads, queries, cache slots, head dim, committed prefix
     for h, kvh, n, slots, d, start in [(4, 2, 1, 80, 64, 10), (8, 2, 3, 130, 64, 60), (4, 4, 17, 200, 128, 100),
-                                       (8, 1, 5, 64, 64, 0), (16, 2, 20, 200, 64, 100),  # 2 rows a merge
-                                       (8, 2, 5, 640, 64, 100), (8, 2, 2, 640, 64, 560)]:  # 16 splits, 2 and 5 with blocks
+                                       (8, 1, 5, 64, 64, 0), (16, 2, 20, 200, 64, 100)]:  # the last: 2 rows a merge
         q = torch.randn(1, h, n, d).half()
         k, v = torch.randn(2, 1, kvh, slots, d).half()
         mask = torch.zeros(1, 1, n, slots, dtype=torch.bool)

@@ -8,9 +8,7 @@ on the device), and the split-KV kernel (flash-decoding) reads only those, so it
 prefix while every input keeps the static shape a CUDA graph needs. Grouped-query heads share one K/V read: the
 ``group`` query heads of a KV head are rows of the same tile. Each of ``splits`` programs per (KV head, row
 block) reduces its share of the listed blocks to a running max, normaliser and weighted sum; a second kernel
-merges the shares. The split count is fixed by the static shapes, but the kernels share the visible blocks out on the
-device, at least ``MIN_BLOCKS`` per split: the splits left without blocks write nothing and the merge skips them, so
-a short context does not pay for the partial sums of empty splits. Semantics are SDPA's with a boolean ``attn_mask`` (True = may attend); a row with nothing
+merges the shares. Semantics are SDPA's with a boolean ``attn_mask`` (True = may attend); a row with nothing
 visible gives zeros.
 """
 
@@ -32,7 +30,6 @@ MAX_QUERIES = 128  # larger forwards (prefill chunks) use SDPA
 BLOCK_N = 64
 DTYPES = (torch.bfloat16, torch.float16)
 SMS = 132  # H100/H200 multiprocessors: the split count aims to give every one a program
-MIN_BLOCKS = 2  # visible blocks per split at least: a short context uses fewer splits than the static count
 
 
 def available() -> bool:
@@ -91,20 +88,18 @@ if triton is not None:
     def _partial_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, order_ptr, count_ptr, m_ptr, l_ptr, acc_ptr,
                         n, S, scale, sq_h, sq_n, sk_h, sk_s, sm_n, sm_s,
                         GROUP: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        SPLITS: tl.constexpr, MIN_BLOCKS: tl.constexpr):
+                        SPLITS: tl.constexpr):
         """Running max / normaliser / weighted V sum of rows (query, head of the group) over one split's share of
-        the visible blocks (none written for a split without blocks, but the first)."""
+        the visible blocks."""
         kvh, mb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        count = tl.load(count_ptr)
-        per = tl.maximum(tl.cdiv(count, SPLITS), MIN_BLOCKS)
-        if sp > 0 and sp * per >= count:
-            return
         rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < n * GROUP
         query, head = rows // GROUP, kvh * GROUP + rows % GROUP
         dims = tl.arange(0, D)
         q = tl.load(q_ptr + head[:, None] * sq_h + query[:, None] * sq_n + dims[None, :], mask=row_ok[:, None],
                     other=0.0)
+        count = tl.load(count_ptr)
+        per = tl.cdiv(count, SPLITS)
         m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         l = tl.zeros((BLOCK_M,), tl.float32)
         acc = tl.zeros((BLOCK_M, D), tl.float32)
@@ -129,27 +124,25 @@ if triton is not None:
         tl.store(acc_ptr + out[:, None] * D + dims[None, :], acc, mask=row_ok[:, None])
 
     @triton.jit
-    def _merge_kernel(m_ptr, l_ptr, acc_ptr, o_ptr, count_ptr, rows, so_h, so_n, n,
-                      D: tl.constexpr, SPLITS: tl.constexpr, R: tl.constexpr, MIN_BLOCKS: tl.constexpr):
-        """``R`` (head, query) rows: the shares of the splits that had blocks merged into the softmax-weighted sum."""
+    def _merge_kernel(m_ptr, l_ptr, acc_ptr, o_ptr, rows, so_h, so_n, n,
+                      D: tl.constexpr, SPLITS: tl.constexpr, R: tl.constexpr):
+        """``R`` (head, query) rows: the splits' shares merged into the softmax-weighted sum."""
         r = tl.program_id(0) * R + tl.arange(0, R)
-        count = tl.load(count_ptr)
-        live = tl.maximum(tl.cdiv(count, tl.maximum(tl.cdiv(count, SPLITS), MIN_BLOCKS)), 1)
+        r_ok = r < rows
         splits = tl.arange(0, SPLITS)
-        ok = (splits < live)[:, None] & (r < rows)[None, :]  # [SPLITS, R]
-        at = splits[:, None] * rows + r[None, :]
-        m = tl.load(m_ptr + at, mask=ok, other=float("-inf"))
-        l = tl.load(l_ptr + at, mask=ok, other=0.0)
+        at = splits[:, None] * rows + r[None, :]  # [SPLITS, R]
+        m = tl.load(m_ptr + at, mask=r_ok[None, :], other=float("-inf"))
+        l = tl.load(l_ptr + at, mask=r_ok[None, :], other=0.0)
         top = tl.max(m, 0)
         top = tl.where(top == float("-inf"), 0.0, top)
         w = tl.where(m == float("-inf"), 0.0, tl.exp(m - top[None, :]))
         dims = tl.arange(0, D)
-        acc = tl.load(acc_ptr + at[:, :, None] * D + dims[None, None, :], mask=ok[:, :, None], other=0.0)
+        acc = tl.load(acc_ptr + at[:, :, None] * D + dims[None, None, :], mask=r_ok[None, :, None], other=0.0)
         total = tl.sum(w * l, 0)
         o = tl.sum(acc * w[:, :, None], 0) / tl.where(total > 0, total, 1.0)[:, None]
         head, query = r // n, r % n
         tl.store(o_ptr + head[:, None] * so_h + query[:, None] * so_n + dims[None, :],
-                 o.to(o_ptr.dtype.element_ty), mask=(r < rows)[:, None])
+                 o.to(o_ptr.dtype.element_ty), mask=r_ok[:, None])
 
 
 def split_count(kv_heads: int, row_blocks: int, slots: int) -> int:
@@ -178,13 +171,12 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     _partial_kernel[(kv_heads, row_blocks, splits)](
         q, keys, values, mask2, order, count, m, l, acc, n, slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2),
         keys.stride(1), keys.stride(2), mask2.stride(0), mask2.stride(1),
-        GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, MIN_BLOCKS=MIN_BLOCKS, num_warps=4,
-        num_stages=2)
+        GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, num_warps=4, num_stages=2)
     out = torch.empty_like(q)
     rows = h * n
     per_program = merge_rows(rows, splits, d)
-    _merge_kernel[(triton.cdiv(rows, per_program),)](m, l, acc, out, count, rows, out.stride(1), out.stride(2), n,
-                                                      D=d, SPLITS=splits, R=per_program, MIN_BLOCKS=MIN_BLOCKS)
+    _merge_kernel[(triton.cdiv(rows, per_program),)](m, l, acc, out, rows, out.stride(1), out.stride(2), n, D=d,
+                                                      SPLITS=splits, R=per_program)
     return out
 
 
