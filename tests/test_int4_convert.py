@@ -27,14 +27,15 @@ def _lop3(a: int, b: int, c: int, lut: int) -> int:
     return out
 
 
-def _sub_pairs(a: int, b: int, dtype: torch.dtype) -> int:
+def _packed(a: int, b: int, dtype: torch.dtype, op) -> int:
     halves = [torch.tensor([_half(v, high, dtype) for v in (a, b)], dtype=dtype) for high in (False, True)]
-    diff = [(h[0] - h[1]).view(torch.int16).item() & 0xFFFF for h in halves]  # rounded in dtype, as sub.rn
-    return diff[0] | diff[1] << 16
+    out = [op(h[0], h[1]).view(torch.int16).item() & 0xFFFF for h in halves]  # rounded in dtype, as .rn
+    return out[0] | out[1] << 16
 
 
 def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
-    """Execute the prmt.b32 / shr.b32 / lop3.b32 / sub.rn.{bf16x2,f16x2} lines of ``asm`` on 32-bit registers."""
+    """Execute the prmt.b32 / shr.b32 / lop3.b32 / {sub,mul}.rn.{bf16x2,f16x2} lines of ``asm`` on 32-bit
+    registers."""
     regs = dict(inputs)
     value = lambda tok: regs[tok] if tok in regs else int(tok, 0)  # noqa: E731
     for line in asm.splitlines():
@@ -50,8 +51,9 @@ def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
             regs[dst] = (vals[0] & MASK32) >> vals[1]
         elif op == "lop3.b32":
             regs[dst] = _lop3(*vals)
-        elif op in ("sub.rn.bf16x2", "sub.rn.f16x2"):
-            regs[dst] = _sub_pairs(*vals, torch.bfloat16 if op.endswith("bf16x2") else torch.float16)
+        elif op in ("sub.rn.bf16x2", "sub.rn.f16x2", "mul.rn.bf16x2", "mul.rn.f16x2"):
+            fn = torch.sub if op.startswith("sub") else torch.mul
+            regs[dst] = _packed(*vals, torch.bfloat16 if op.endswith("bf16x2") else torch.float16, fn)
         else:
             raise AssertionError(f"unexpected instruction {op}")
     return regs
@@ -94,6 +96,22 @@ def test_pair_asm_without_subtraction_gives_offset_plus_nibble(kind, dtype):
             assert _half(regs[f"${j}"], True, dtype) == OFFSET[kind] + ((b >> 4 * j) & 0xF), (kind, hex(b), j)
 
 
+@pytest.mark.parametrize("kind,dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
+def test_pair_asm_with_scale_gives_the_scaled_nibble_rounded_once(kind, dtype):
+    gen = torch.Generator().manual_seed(2)
+    words = [0x76543210, 0xFEDCBA98] + torch.randint(0, 2**32, (30,), generator=gen).tolist()
+    zeros = torch.randint(0, 16, (16, 2), generator=gen).tolist()
+    scales = (torch.rand(16, 2, generator=gen) * 0.02 + 1e-4).to(dtype).tolist()
+    for a, b, (za, zb), (sa, sb) in zip(words[::2], words[1::2], zeros, scales):
+        zoff = _pair(OFFSET[kind] + za, OFFSET[kind] + zb, dtype)
+        regs = run_ptx(pair_asm(kind, scale=True), {"$8": a, "$9": b, "$10": zoff, "$11": _pair(sa, sb, dtype)})
+        for j in range(8):
+            want_lo = (torch.tensor(((a >> 4 * j) & 0xF) - za, dtype=dtype) * torch.tensor(sa, dtype=dtype)).item()
+            want_hi = (torch.tensor(((b >> 4 * j) & 0xF) - zb, dtype=dtype) * torch.tensor(sb, dtype=dtype)).item()
+            assert _half(regs[f"${j}"], False, dtype) == want_lo, (kind, hex(a), za, sa, j)
+            assert _half(regs[f"${j}"], True, dtype) == want_hi, (kind, hex(b), zb, sb, j)
+
+
 def test_pair_asm_makes_two_values_per_instruction():
     lines = [ln for ln in pair_asm("bf16").splitlines() if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert len(lines) == 24  # 16 values (8 planes x 2 words): 2 prmt, 6 shifts, 8 lop3 and 8 packed subtractions
@@ -127,7 +145,10 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, False, KernelConfig("dot", 64, 128, 4, BM=16, stages=5, DEQ=8)),
              (128, False, KernelConfig("dot", 128, 128, 3, BM=64, warps=8, DEQ=5, uneven=True)),  # 10, 11, 11 tiles
              (128, True, KernelConfig("dot", 128, 128, 4, BM=16, DEQ=5, uneven=True)),  # equal, per-program ranges
-             (128, False, KernelConfig("dot", 64, 128, 5, BM=16, stages=4, DEQ=7, uneven=True))]  # 6 or 7 groups
+             (128, False, KernelConfig("dot", 64, 128, 5, BM=16, stages=4, DEQ=7, uneven=True)),  # 6 or 7 groups
+             (128, False, KernelConfig("dot", 128, 128, 4, BM=16, stages=5, DEQ=9)),  # the planes scaled
+             (128, True, KernelConfig("dot", 64, 128, 3, BM=32, DEQ=9, uneven=True)),
+             (256, False, KernelConfig("dot", 256, 128, 2, BM=64, warps=8, DEQ=9))]
     for group, sym, cfg in cases:
         qw = quantize_rtn(torch.randn(1024, 4096, device="cuda", generator=gen) * 0.02, get_scheme("w4a16"), group, sym)
         fast, ref = QuantLinear(qw, None, "triton", dtype), QuantLinear(qw, None, "reference", torch.float32)
@@ -157,3 +178,8 @@ def test_plane_path_compiles_for_sm90_and_costs_fewer_instructions_per_weight_th
     joined = main(["--BM", "16", "--BN", "256", "--BK", "128", "--warps", "4", "--deq", "5"])
     columns = main(["--BM", "16", "--BN", "256", "--BK", "128", "--warps", "4", "--deq", "7"])
     assert columns < 0.85 * joined, (columns, joined)
+    # the planes scaled in 16 bits (DEQ 9) stay in registers for the wgmma: 418 against DEQ 5's 344 per K step at
+    # BN 128 (scales read as 16-bit values sent the tile through shared memory: 641)
+    args = ["--BM", "16", "--BN", "128", "--BK", "128", "--warps", "4"]
+    scaled, plain = main(args + ["--deq", "9", "--zeros"]), main(args + ["--deq", "5"])
+    assert scaled < 1.35 * plain, (scaled, plain)

@@ -73,6 +73,8 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
         (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7, uneven=True)),  # uneven splits: 1, 1 and 2 groups
         (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True)),  # 1, 1 and 2 K tiles
+        (128, False, 17, fp16, C("dot", 64, 128, split=2, BM=32, DEQ=9)),  # the planes scaled, the product added
+        (256, True, 1, fp16, C("dot", 64, 128, split=3, DEQ=9, uneven=True)),  # two K tiles per group
         (64, False, 1, bf16, C("gemv", 16, 128, split=3, uneven=True)),
         (128, True, 3, fp16, C("dot", 64, 128, split=2, DEQ=6, uneven=True)),  # equal splits, per-program ranges
         (-1, True, 33, fp16, None),
@@ -137,6 +139,8 @@ def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "must not exceed the group size" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 128, DEQ=2))
     assert "must not exceed the group size" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 256, DEQ=3))
     assert "must be >= 128" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 64, DEQ=3))
+    assert "per-channel weights are scaled once" in check_shape(64, 1024, 1024, KernelConfig("dot", 64, 128, DEQ=9))
+    assert "must be even" in check_shape(63, 1024, 128, KernelConfig("dot", 64, 128, DEQ=9))
     assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
     two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
     two_scales.channel_scale = torch.ones(64)

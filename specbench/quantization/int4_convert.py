@@ -27,10 +27,10 @@ SUB = {"bf16": "bf16x2", "fp16": "f16x2"}  # packed subtraction of off + z (sm90
 SELECT_LO, SELECT_HI = 0x5410, 0x7632  # prmt: [A.b0, A.b1, B.b0, B.b1] and [A.b2, A.b3, B.b2, B.b3]
 
 
-def pair_asm(kind: str, subtract: bool = True) -> str:
+def pair_asm(kind: str, subtract: bool = True, scale: bool = False) -> str:
     """PTX for eight outputs $0..$7 (plane j: q - z) from two packed words $8 (A, low halves) and $9 (B, high
     halves) and the pair $10 of off + z for their two columns; ``subtract=False``: plane j is off + q and there is
-    no $10."""
+    no $10; ``scale``: plane j is (q - z) s, rounded once, with the pair of scales s in $11."""
     magic = MAGIC[kind]
     lines = [f"prmt.b32 wlo, $8, $9, {SELECT_LO:#06x};", f"prmt.b32 whi, $8, $9, {SELECT_HI:#06x};"]
     for j in range(8):
@@ -41,6 +41,8 @@ def pair_asm(kind: str, subtract: bool = True) -> str:
         lines.append(f"lop3.b32 ${j}, {src}, {MASK:#010x}, {magic:#010x}, {LUT:#04x};")
         if subtract:
             lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
+        if scale:
+            lines.append(f"mul.rn.{SUB[kind]} ${j}, ${j}, $11;")
     return "{\n.reg .b32 wlo, whi, wsh;\n" + "\n".join(lines) + "\n}"
 
 
@@ -56,6 +58,9 @@ if triton is not None:
     _CONSTRAINTS = tl.constexpr("=r," * 8 + "r,r,r")
     _ASM_BF16_OFF = tl.constexpr(pair_asm("bf16", subtract=False))
     _ASM_FP16_OFF = tl.constexpr(pair_asm("fp16", subtract=False))
+    _ASM_BF16_SCALED = tl.constexpr(pair_asm("bf16", scale=True))
+    _ASM_FP16_SCALED = tl.constexpr(pair_asm("fp16", scale=True))
+    _CONSTRAINTS_SCALED = tl.constexpr("=r," * 8 + "r,r,r,r")
 
     @triton.jit
     def _plane(packed, zoff, j: tl.constexpr, sixteen: tl.constexpr):
@@ -69,6 +74,20 @@ if triton is not None:
         d = zoff.dtype
         return tl.inline_asm_elementwise(asm, _CONSTRAINTS, [packed, zoff], is_pure=True, pack=2,
                                          dtype=(d, d, d, d, d, d, d, d))
+
+    @triton.jit
+    def scaled_planes(packed, zoff, scale, sixteen: tl.constexpr, ASM: tl.constexpr):
+        """``planes`` times ``scale`` (16 bits, broadcast over ``packed``): plane j = (nibble j - z) s, the
+        subtraction exact and the product rounded once, two values per instruction each on CUDA."""
+        if ASM:
+            d = zoff.dtype
+            return tl.inline_asm_elementwise(
+                _ASM_BF16_SCALED if sixteen == tl.bfloat16 else _ASM_FP16_SCALED, _CONSTRAINTS_SCALED,
+                [packed, zoff, scale], is_pure=True, pack=2, dtype=(d, d, d, d, d, d, d, d))
+        else:
+            p = planes(packed, zoff, sixteen, ASM)
+            return (p[0] * scale, p[1] * scale, p[2] * scale, p[3] * scale, p[4] * scale, p[5] * scale,
+                    p[6] * scale, p[7] * scale)
 
     @triton.jit
     def planes(packed, zoff, sixteen: tl.constexpr, ASM: tl.constexpr, SUBTRACT: tl.constexpr = True):

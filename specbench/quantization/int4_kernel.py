@@ -46,6 +46,12 @@ program's K range must be whole groups, at most BM of them). 7 subtracts each ti
 and waits for it; 8 adds it, which Triton folds into the dot and pipelines across K steps. sm_90 instructions per K
 step (``tools.int4_sass``, Triton 3.6) at BN 128 / 256, BM 16: ``DEQ`` 5 327 / 606, 6 338 / 564, 7 259 / 462,
 8 279 / 475.
+``DEQ`` 9 (grouped weights, any M) is ``DEQ`` 5 with the group's scale put on the planes in 16 bits
+(``int4_convert.scaled_planes``: one more packed instruction per two values, each weight rounded once), so the tile's
+product needs no scaling and is added to the dot's accumulator, pipelined across K steps as in ``DEQ`` 8. The
+scales (and zero points) are read as 32-bit words holding two columns each: Triton's pipeline leaves out 16-bit
+loads, and a value loaded outside it pins the planes' layout, so the tile went through shared memory to the wgmma
+(641 instructions per K step at BN 128, BM 16, against 418).
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ try:
     import triton
     import triton.language as tl
 
-    from specbench.quantization.int4_convert import planes
+    from specbench.quantization.int4_convert import planes, scaled_planes
 except ImportError:  # the optional GPU extra; the CPU tests run it through Triton's interpreter
     triton = None
 else:
@@ -69,6 +75,7 @@ else:
 
 DTYPES = (torch.bfloat16, torch.float16)
 GROUP_COLUMNS = (7, 8)  # the DEQ modes with one group per MMA column (M = 1, grouped weights)
+SCALED_PLANES = 9  # the DEQ mode that scales the weight tile before the dot (grouped weights, any M)
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,8 @@ class KernelConfig(TileConfig):
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
     # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
     # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
-    # the product added (the wgmma pipelined across K steps)
+    # the product added (the wgmma pipelined across K steps), 9 as 5 with the planes scaled in 16 bits (the
+    # product added as in 8, any M)
 
     @property
     def one_row(self) -> bool:
@@ -143,6 +151,10 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} scales the product once per tile, so BK={cfg.BK} must not exceed the group size {group}"
     if cfg.path == "dot" and cfg.DEQ >= 3 and cfg.BK < 128:
         return f"DEQ={cfg.DEQ} multiplies each nibble plane of BK/8 rows in one tl.dot (K >= 16), so BK={cfg.BK} must be >= 128"
+    if cfg.path == "dot" and cfg.DEQ == SCALED_PLANES and group == k:
+        return f"DEQ={cfg.DEQ} scales each group's planes; per-channel weights are scaled once after the loop (DEQ 5)"
+    if cfg.path == "dot" and cfg.DEQ == SCALED_PLANES and n % 2:
+        return f"DEQ={cfg.DEQ} reads scales in pairs of columns, so out_features {n} must be even"
     if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
     if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
@@ -207,6 +219,14 @@ if triton is not None:
         t = tl.reshape(tl.permute(t, (0, 1, 4, 3, 2)), (BN, BK // P, P // 8, 8))  # plane j = 4c + 2b + a last
         return tl.reshape(tl.permute(t, (0, 1, 3, 2)), (BN, BK))
 
+    @triton.jit
+    def _halves(ptr, words, mask, BN: tl.constexpr, sixteen: tl.constexpr):
+        """[BN, 1] 16-bit values of a tensor read as the BN / 2 32-bit ``words`` that hold them in pairs."""
+        word = tl.load(ptr.to(tl.pointer_type(tl.int32), bitcast=True) + words, mask=mask, other=0)
+        lo = (word & 0xFFFF).to(tl.int16).to(sixteen, bitcast=True)
+        hi = ((word >> 16) & 0xFFFF).to(tl.int16).to(sixteen, bitcast=True)
+        return tl.reshape(tl.join(lo, hi), (BN, 1))
+
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      WB: tl.constexpr,
@@ -251,7 +271,7 @@ if triton is not None:
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
-            elif DEQ < 7:  # GROUP_COLUMNS apply scales and zero points after the loop
+            elif DEQ < 7 or DEQ == 9:  # GROUP_COLUMNS apply scales and zero points after the loop
                 g = k0 // GROUP + tl.arange(0, SG)
                 s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 if HAS_ZEROS:
@@ -278,13 +298,27 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-                OFFSET: tl.constexpr = DEQ >= 6
-                if DEQ >= 4 and DEQ < 7:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
+                OFFSET: tl.constexpr = DEQ >= 6 and DEQ <= 8
+                COLUMNS: tl.constexpr = DEQ == 7 or DEQ == 8
+                if DEQ >= 4 and not COLUMNS:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                     z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
                 zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
-                p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
+                if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
+                    # column pair: loads of 16 bits leave Triton's pipeline, and it then moves the tile through shared
+                    # memory to the wgmma
+                    at = ((k0 // GROUP) * N + pid_n * BN) // 2 + tl.arange(0, BN // 2)
+                    pair_ok = pid_n * BN + 2 * tl.arange(0, BN // 2) < N
+                    s_col = _halves(s_ptr, at, pair_ok, BN, sixteen)
+                    if HAS_ZEROS:
+                        zoff = (_halves(z_ptr, at, pair_ok, BN, sixteen).to(tl.float32) + off).to(sixteen)
+                    p = scaled_planes(packed, zoff, s_col, sixteen, ASM)
+                else:
+                    p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                if DEQ >= 7:  # x's one row into column c for the program's c-th group, zeros elsewhere; off + q
+                if DEQ == 9:  # the planes carry the scale: the product goes into the dot's accumulator
+                    xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
+                    acc += tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                elif COLUMNS:  # x's one row into column c for the program's c-th group, zeros elsewhere; off + q
                     col = (k0 - k_begin) // GROUP
                     xt = tl.load(x_ptr + (k0 + tl.arange(0, BK))[None, :] + tl.zeros((BM, 1), tl.int32),
                                  mask=(tl.arange(0, BM) == col)[:, None], other=0.0)
@@ -340,7 +374,7 @@ if triton is not None:
                             acc += s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
-        elif DEQ >= 7:  # column c: sum (off + q) x over group k_begin / GROUP + c (7: negated); zero point, scale, one row
+        elif DEQ == 7 or DEQ == 8:  # column c: sum (off + q) x over group k_begin / GROUP + c (7: negated); zero point, scale, one row
             c = tl.arange(0, BM)
             c_ok = c < k_len // GROUP
             gofs = (k_begin // GROUP + c)[:, None] * N + cols[None, :]

@@ -35,7 +35,7 @@ from specbench.quantization import int8_kernel, kernel_table
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
 from specbench.quantization.int4_kernel import (
-    GROUP_COLUMNS, KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
+    GROUP_COLUMNS, SCALED_PLANES, KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
 )
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
@@ -82,11 +82,11 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
                 for bm, bn, bk, st, d in grid for s in splits]
     # plane dots with two-per-instruction conversion, M = 1 included (BM 16 rows, the rest masked); wider N tiles
     # and the same with the weight as the first operand (DEQ 4; BN is the MMA's 64-row side)
-    # (DEQ 7 and 8: M = 1 alone, one group per MMA column, with up to 6 tiles in flight)
-    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4, 5, 6), (3, 4, 5, 6, 7, 8))
+    # (DEQ 7 and 8: M = 1 alone, one group per MMA column; 8 and 9 pipeline the wgmma: up to 6 tiles in flight)
+    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4, 5, 6), (3, 4, 5, 6, 7, 8, 9))
     out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=d)
             for bm, bn, bk, w, st, d in grid for s in splits
-            if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in GROUP_COLUMNS)
+            if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in (*GROUP_COLUMNS, SCALED_PLANES))
             and (d not in GROUP_COLUMNS or m == 1)]
     g = k if group == -1 else group
     out[1 + len(also):] = both_k_ranges(out[1 + len(also):])
