@@ -271,7 +271,7 @@ if triton is not None:
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
-            elif DEQ < 7 or DEQ == 9:  # GROUP_COLUMNS apply scales and zero points after the loop
+            elif DEQ < 7:  # GROUP_COLUMNS apply them after the loop, DEQ 9 in its planes
                 g = k0 // GROUP + tl.arange(0, SG)
                 s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 if HAS_ZEROS:
@@ -300,19 +300,20 @@ if triton is not None:
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
                 OFFSET: tl.constexpr = DEQ >= 6 and DEQ <= 8
                 COLUMNS: tl.constexpr = DEQ == 7 or DEQ == 8
-                if DEQ >= 4 and not COLUMNS:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
-                    z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
-                zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
                 if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
                     # column pair: loads of 16 bits leave Triton's pipeline, and it then moves the tile through shared
                     # memory to the wgmma
                     at = ((k0 // GROUP) * N + pid_n * BN) // 2 + tl.arange(0, BN // 2)
                     pair_ok = pid_n * BN + 2 * tl.arange(0, BN // 2) < N
-                    s_col = _halves(s_ptr, at, pair_ok, BN, sixteen)
                     if HAS_ZEROS:
                         zoff = (_halves(z_ptr, at, pair_ok, BN, sixteen).to(tl.float32) + off).to(sixteen)
-                    p = scaled_planes(packed, zoff, s_col, sixteen, ASM)
+                    else:
+                        zoff = tl.full((1, 1), off + 8.0, sixteen)
+                    p = scaled_planes(packed, zoff, _halves(s_ptr, at, pair_ok, BN, sixteen), sixteen, ASM)
                 else:
+                    if DEQ >= 4 and not COLUMNS:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
+                        z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
+                    zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
                     p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
                 if DEQ == 9:  # the planes carry the scale: the product goes into the dot's accumulator
