@@ -25,12 +25,12 @@ CASES = textwrap.dedent("""
         caches[0].kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(cache_dtype)
         assert kv_cache.fits(k, v)
         kv_cache.store_rows(caches[1].kv[:, layer], slots, k, v)
-        assert torch.equal(caches[0].kv, caches[1].kv), (heads, n, d)
+        return torch.equal(caches[0].kv, caches[1].kv)
 """)
 INTERPRETED = CASES + textwrap.dedent("""
     for heads, n, d in [(2, 1, 16), (3, 5, 32), (8, 7, 64)]:
-        both(heads, n, d, 2, "cpu", torch.float16, torch.float16)
-    both(4, 3, 16, 3, "cpu", torch.float16, torch.float32)  # k/v cast to the cache's dtype
+        assert both(heads, n, d, 2, "cpu", torch.float16, torch.float16), (heads, n, d)
+    assert both(4, 3, 16, 3, "cpu", torch.float16, torch.float32)  # k/v cast to the cache's dtype
     print("ok")
 """)
 
@@ -46,7 +46,7 @@ def test_store_rows_equals_the_indexed_store_on_the_gpu():
     scope = {}
     exec(CASES, scope)
     for heads, n, d in [(8, 1, 128), (8, 31, 128), (3, 9, 64), (1, 40, 256)]:
-        scope["both"](heads, n, d, 4, "cuda", torch.bfloat16, torch.bfloat16)
+        assert scope["both"](heads, n, d, 4, "cuda", torch.bfloat16, torch.bfloat16), (heads, n, d)
 
 
 def test_fits_refuses_strided_head_dims_and_odd_sizes():
