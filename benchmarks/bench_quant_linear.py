@@ -91,19 +91,21 @@ def timed(fn, device: str, replays: int) -> tuple[float, bool]:
     return statistics.median(times), graphed
 
 
-def make_layer(scheme: str, group: int, backend: str, k: int, n: int, device: str, seed: int) -> torch.nn.Module:
+def make_layer(scheme: str, group: int, backend: str, k: int, n: int, device: str, seed: int,
+               sym: bool = True) -> torch.nn.Module:
+    """One layer of random weights; ``sym=False``: 4-bit codes with zero points (AWQ, asymmetric GPTQ)."""
     if backend == "dense":
         return torch.nn.Linear(k, n, bias=False, device=device, dtype=torch.bfloat16).requires_grad_(False)
     gen = torch.Generator(device=device).manual_seed(seed)
     w = torch.randn(n, k, device=device, generator=gen, dtype=torch.bfloat16) * 0.02
-    return QuantLinear(quantize_rtn(w, get_scheme(scheme), group), None, backend, torch.bfloat16)
+    return QuantLinear(quantize_rtn(w, get_scheme(scheme), group, sym), None, backend, torch.bfloat16)
 
 
-def agreement(scheme: str, group: int, backend: str, device: str) -> dict:
+def agreement(scheme: str, group: int, backend: str, device: str, sym: bool = True) -> dict:
     """Relative error of ``backend`` against ``reference`` on the same quantized weight, for a few M."""
     k, n = (256, 128) if device == "cpu" else (4096, 1024)
     gen = torch.Generator(device=device).manual_seed(0)
-    qw = quantize_rtn(torch.randn(n, k, device=device, generator=gen) * 0.02, get_scheme(scheme), group)
+    qw = quantize_rtn(torch.randn(n, k, device=device, generator=gen) * 0.02, get_scheme(scheme), group, sym)
     fast, ref = QuantLinear(qw, None, backend, torch.bfloat16), QuantLinear(qw, None, "reference", torch.bfloat16)
     worst = 0.0
     for m in (1, 16, 128):
@@ -112,8 +114,9 @@ def agreement(scheme: str, group: int, backend: str, device: str) -> dict:
             y, y_ref = fast(x).float(), ref(x).float()
         worst = max(worst, ((y - y_ref).norm() / y_ref.norm()).item())
     bound = OWN_TOLERANCE[qw.scheme.bits] if backend == "triton" else TOLERANCE
-    return {"scheme": scheme, "group_size": group, "backend": backend, "kernel": fast.info["kernel"],
-            "autotune": fast.info.get("autotune"), "rel_error": worst, "tolerance": bound, "ok": worst <= bound}
+    return {"scheme": scheme, "group_size": group, "zero_points": not sym, "backend": backend,
+            "kernel": fast.info["kernel"], "autotune": fast.info.get("autotune"), "rel_error": worst, "tolerance": bound,
+            "ok": worst <= bound}
 
 
 def distinct_shapes(shapes) -> list[tuple[int, int]]:
@@ -122,7 +125,7 @@ def distinct_shapes(shapes) -> list[tuple[int, int]]:
 
 
 def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int, ms, device: str, replays: int,
-          copy_bw: float, deadline: float, rows: list[dict]) -> str | None:
+          copy_bw: float, deadline: float, rows: list[dict], sym: bool = True) -> str | None:
     """Append one row per M to ``rows`` as each M is done (stack time from per-shape times on L2-defeating
     copies); return why it stopped before the last M (``deadline`` passed), if it did. Each distinct shape is
     timed once and counted for every label it has."""
@@ -132,10 +135,11 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
     for i, (k, n) in enumerate(keys):
         if time.monotonic() > deadline:
             return f"time share spent while building {model} layers"
-        first = make_layer(scheme, group, backend, k, n, device, seed=i)
+        first = make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym)
         size[k, n] = tensor_bytes(first)
         extra = min(63, L2_DEFEAT_BYTES // size[k, n]) if device == "cuda" else 0
-        copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i) for _ in range(extra)]
+        copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym)
+                                    for _ in range(extra)]
         if isinstance(first, QuantLinear):
             info = {key: first.info.get(key) for key in info}
     total_bytes = sum(size[k, n] for _, k, n in shapes) * layers
@@ -161,7 +165,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
         base = base or stack
         row = {"model": model, "scheme": scheme, "group_size": group, "backend": backend, **info, "M": m,
                "stack_ms": stack, "ratio_to_M1": stack / base, "per_shape_ms": per_shape, "graph": graphed,
-               "weight_bytes": total_bytes}
+               "weight_bytes": total_bytes, "zero_points": backend != "dense" and not sym}
         if backend == "gemlite":
             row["gemlite"] = {f"{k}x{n}": gemlite_backend.kernel_choice(copies[k, n][0].kernel, m) for k, n in keys}
         if backend == "triton":  # the launch config per shape and where it came from ("table h200" / "heuristic")
@@ -246,7 +250,8 @@ def markdown(result: dict) -> str:
              "|" + "---|" * (len(ms) + 6)]
     by_key: dict[tuple, list[dict]] = {}
     for row in result["rows"]:
-        by_key.setdefault((row["model"], f"{row['scheme']} g{row['group_size']}", row["backend"]), []).append(row)
+        label = f"{row['scheme']} g{row['group_size']}" + (" zero points" if row.get("zero_points") else "")
+        by_key.setdefault((row["model"], label, row["backend"]), []).append(row)
     for (model, scheme, backend), rows in by_key.items():
         at, first = {r["M"]: r for r in rows}, rows[0]
         ratios = " | ".join(f"x{at[m]['ratio_to_M1']:.2f}" if m in at else "-" for m in ms[1:])
@@ -271,7 +276,8 @@ def markdown(result: dict) -> str:
                 cells.append("/".join(families) + " " + "".join(_source_code(c["config"]) for c in at[m].values()))
             lines.append(f"| {model} | {scheme} | " + " | ".join(cells) + " |")
     lines += ["", "| scheme | backend | rel. error vs reference | ok |", "|---|---|---|---|"]
-    lines += [f"| {a['scheme']} g{a['group_size']} | {a['backend']} | {a['rel_error']:.2e} | {a['ok']} |"
+    lines += [f"| {a['scheme']} g{a['group_size']}{' zero points' if a.get('zero_points') else ''} | {a['backend']} | "
+              f"{a['rel_error']:.2e} | {a['ok']} |"
               for a in result["agreement"]]
     lines += [""] + [f"- skipped {s['scheme']} g{s['group_size']} x {s['backend']}: {s['reason']}"
                      for s in result["skipped"]]
@@ -337,6 +343,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--ms", nargs="+", type=int, default=None, help="M values (default: MS)")
     parser.add_argument("--schemes", nargs="+", default=None, help="only these schemes (default: all of VARIANTS)")
     parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")
+    parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points (AWQ, "
+                        "asymmetric GPTQ) instead of symmetric codes")
     parser.add_argument("--replays", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip what is left after this many seconds")
     parser.add_argument("--prewarm-workers", type=int, default=-1, help="processes that first compile gemlite's "
@@ -353,6 +361,7 @@ def main(argv: list[str] | None = None) -> dict:
     models = SMOKE_SHAPES if args.smoke else {m: model_shapes(m) for m in args.models}
     backends = ["reference"] if args.smoke else [b for b in args.backends if b in BACKENDS]
     variants = [(s, g) for s, g in VARIANTS if args.schemes is None or s in args.schemes]
+    sym = lambda scheme: not (args.zero_points and scheme == "w4a16")  # noqa: E731
     combos = [] if args.no_dense else [("bf16", -1, "dense")]
     combos += [(s, g, b) for b in backends for s, g in variants if s in BACKENDS[b].schemes]
     copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
@@ -390,12 +399,12 @@ def main(argv: list[str] | None = None) -> dict:
             log(f"{scheme} g{group} x {backend} (share {deadline - now:.1f} s)")
             try:
                 if backend != "dense":
-                    result["agreement"].append(agreement(scheme, group, backend, device))
+                    result["agreement"].append(agreement(scheme, group, backend, device, sym(scheme)))
                     a = result["agreement"][-1]
                     log(f"  agreement with reference: rel. error {a['rel_error']:.2e} ({'ok' if a['ok'] else 'FAIL'})")
                 for model, (shapes, layers) in models.items():
                     stop = sweep(scheme, group, backend, model, shapes, layers, ms, device, replays, copy_bw,
-                                 deadline, result["rows"])
+                                 deadline, result["rows"], sym(scheme))
                     if stop:
                         log(f"  {stop}")
                         result["skipped"].append({**what, "reason": f"partial: {stop}"})

@@ -21,3 +21,12 @@ def test_bench_smoke_writes_json_and_markdown(tmp_path):
     assert all(r["ratio_to_M1"] == 1.0 and r["bandwidth_vs_copy"] > 0 for r in saved["rows"] if r["M"] == 1)
     table = (tmp_path / "quant_linear.md").read_text()
     assert "| smoke | w4a16 g128 | reference |" in table and result["device"] == "cpu"
+
+
+def test_bench_zero_points_quantizes_w4a16_asymmetrically_and_labels_it(tmp_path):
+    main(["--smoke", "--out", str(tmp_path), "--schemes", "w4a16", "w8a16", "--zero-points"])
+    saved = json.loads((tmp_path / "quant_linear.json").read_text())
+    flags = {(a["scheme"], a["zero_points"]) for a in saved["agreement"]}
+    assert flags == {("w4a16", True), ("w8a16", False)} and all(a["ok"] for a in saved["agreement"])
+    assert {r["zero_points"] for r in saved["rows"] if r["scheme"] == "w4a16"} == {True}
+    assert "| smoke | w4a16 g128 zero points | reference |" in (tmp_path / "quant_linear.md").read_text()

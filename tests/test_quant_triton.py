@@ -180,6 +180,25 @@ def test_lookup_buckets_and_heuristic_fallback():
     assert check_shape(384, 2048, 64, cfg) is None
 
 
+def test_weights_with_zero_points_take_their_own_entries_else_the_symmetric_ones(monkeypatch):
+    from specbench.quantization.backends.triton_int4 import Int4Triton
+
+    sym = {"16": {"config": KernelConfig("dot", 64, 128, 2, BM=16, DEQ=5).as_dict()}}
+    own = {"16": {"config": KernelConfig("dot", 64, 128, 2, BM=16, DEQ=6).as_dict()}}
+    table = {"entries": {"64x256:g128": sym, "64x256:g128:zp": own, "32x256:g128": sym}}
+    monkeypatch.setattr(kernel_table, "load", lambda gpu: table)
+    assert kernel_table.shape_key(64, 256, 128, zero_points=True) == "64x256:g128:zp"
+    assert kernel_table.tuned_entries("h200", 64, 256, 128, zero_points=True) is own
+    assert kernel_table.tuned_entries("h200", 64, 256, 128) is sym
+    assert kernel_table.tuned_entries("h200", 32, 256, 128, zero_points=True) is sym  # none of its own
+    assert kernel_table.describe_source("h200", 64, 256, 128, zero_points=True) == "table h200 (zero points)"
+    assert "symmetric" in kernel_table.describe_source("h200", 32, 256, 128, zero_points=True)
+    w = torch.randn(64, 256)
+    deq = {sym_: Int4Triton(quantize_rtn(w, get_scheme("w4a16"), 128, sym_), torch.float16, "h200").config(16)[0][-1]
+           for sym_ in (True, False)}
+    assert deq == {True: 5, False: 6}
+
+
 @pytest.mark.parametrize("scheme,gpu", [("w4a16", "h200"), ("w4a8", "h200"), ("w4a16", None)])
 def test_config_lookup_traces_whole_under_torch_compile(scheme, gpu):
     """``engine.compile`` traces each linear's per-M config choice into the graph (fullgraph): the lookup must

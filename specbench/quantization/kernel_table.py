@@ -4,7 +4,10 @@ backend order ``quant.backend=auto`` follows per scheme (``backends``, from ``be
 Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", from the CUDA device
 name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
-(N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was.
+(N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was. W4A16 weights with
+zero points (AWQ, asymmetric GPTQ) have entries of their own (``tune --zero-points``: the kernel that subtracts a
+loaded zero point is not the one that subtracts 8), keyed ``NxK:<group kind>:zp``; where the table has none they
+take the symmetric weight's.
 
 Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
 kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
@@ -48,8 +51,8 @@ def group_kind(k: int, group: int) -> str:
     return "channel" if group == k else f"g{group}"
 
 
-def shape_key(n: int, k: int, group: int, scheme: str = "w4a16") -> str:
-    key = f"{n}x{k}:{group_kind(k, group)}"
+def shape_key(n: int, k: int, group: int, scheme: str = "w4a16", zero_points: bool = False) -> str:
+    key = f"{n}x{k}:{group_kind(k, group)}" + (":zp" if zero_points else "")
     return key if scheme == "w4a16" else f"{scheme}:{key}"
 
 
@@ -105,10 +108,15 @@ def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfi
     return KernelConfig("dot", 64, bk, split, BM=bm, warps=4, stages=3)
 
 
-def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16") -> str:
+def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
+                    zero_points: bool = False) -> str:
     """A layer's ``info["autotune"]``: "table <gpu>" when the table has its shape, else the heuristic."""
-    tuned = shape_key(n, k, group, scheme) in load(gpu).get("entries", {})
-    return f"table {gpu}" if tuned else "heuristic (no table entry)"
+    entries = load(gpu).get("entries", {})
+    if zero_points and shape_key(n, k, group, scheme, True) in entries:
+        return f"table {gpu} (zero points)"
+    if shape_key(n, k, group, scheme) in entries:
+        return f"table {gpu}" + (" (symmetric weight's entries)" if zero_points else "")
+    return "heuristic (no table entry)"
 
 
 def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) -> A8Config:
@@ -132,9 +140,13 @@ def kernel_of(scheme: str):
             lambda n, k, g, m, sms=132: heuristic_a8(n, k, g, m, bits, sms))
 
 
-def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16") -> dict:
-    """The table's entries for an [N, K] weight, per M bucket ({} when it has none)."""
-    return load(gpu).get("entries", {}).get(shape_key(n, k, group, scheme), {})
+def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
+                  zero_points: bool = False) -> dict:
+    """The table's entries for an [N, K] weight, per M bucket ({} when it has none); with ``zero_points`` its own
+    where the table has them, else the symmetric weight's."""
+    entries = load(gpu).get("entries", {})
+    own = entries.get(shape_key(n, k, group, scheme, True), {}) if zero_points else {}
+    return own or entries.get(shape_key(n, k, group, scheme), {})
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",

@@ -1,7 +1,7 @@
 """Time the Triton kernels' candidate configs for every linear shape of the shipped models; write the table.
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
-        [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3]
+        [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--zero-points]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
@@ -10,10 +10,12 @@ activations, since the activation-quant kernel is the same for every candidate);
 ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what it
 gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int8 activations, the per-token
 fake-quantized input) on fresh random data. The five fastest are timed again, three rounds in turn, and the
-fastest median wins. Work runs bucket by bucket (M = 1 for every shape first). Candidates
-are compiled first in parallel processes (Triton's disk cache). The table is rewritten after every shape, so a run
-cut off by ``--budget-s`` keeps what it measured; shapes left out use the heuristic. Entries of an existing table
-that this run does not time (other buckets, groups, models, schemes) are kept.
+fastest median wins. ``--zero-points`` times w4a16 weights with zero points (AWQ, asymmetric GPTQ) into entries of
+their own (``kernel_table``), the symmetric weight's entry among the candidates. Work runs bucket by bucket (M = 1
+for every shape first). Candidates are compiled first in parallel processes (Triton's disk cache). The table is
+rewritten after every shape, so a run cut off by ``--budget-s`` keeps what it measured; shapes left out use the
+heuristic. Entries of an existing table that this run does not time (other buckets, groups, models, schemes) are
+kept.
 """
 
 from __future__ import annotations
@@ -182,6 +184,9 @@ class W4A16:
 
     scheme, bits, tolerance, config = "w4a16", 4, 1e-2, KernelConfig
 
+    def __init__(self, zero_points: bool = False):
+        self.zero_points = zero_points
+
     def candidates(self, n, k, group, m):
         return candidates(n, k, group, m)
 
@@ -189,13 +194,17 @@ class W4A16:
         return check_shape(n, k, group, cfg) is None
 
     def weight(self, n, k, group, seed):
-        return random_weight(n, k, group, "cuda", seed)
+        packed, scales = random_weight(n, k, group, "cuda", seed)
+        if not self.zero_points:
+            return packed, scales, None
+        gen = torch.Generator(device="cuda").manual_seed(seed + 1)
+        return packed, scales, torch.randint(0, 16, scales.shape, device="cuda", generator=gen).to(scales.dtype)
 
     def inputs(self, m, k):
         return torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
 
     def launch(self, cfg, x, weight, group, counters):
-        return launch(x, *weight, None, counters, group, cfg)
+        return launch(x, *weight, counters, group, cfg)
 
     def counters(self, n, m, cfg):
         return counters_needed(n, m, cfg)
@@ -258,12 +267,17 @@ class A8:
 KERNELS = {"w4a16": W4A16(), "w8a8_int8": A8("w8a8_int8"), "w4a8": A8("w4a8")}
 
 
-def _compile(tasks: list[tuple[str, object, int, int]]) -> int:
-    """(worker) Run each (scheme, config, group, M) once on a small weight of the same group kind: fills Triton's
-    disk cache."""
+def kernel_for(scheme: str, zero_points: bool = False):
+    """The kernel ``main`` times for ``scheme``; ``zero_points``: w4a16 on weights with zero points."""
+    return W4A16(zero_points=True) if zero_points else KERNELS[scheme]
+
+
+def _compile(tasks: list[tuple[str, bool, object, int, int]]) -> int:
+    """(worker) Run each (scheme, zero points, config, group, M) once on a small weight of the same group kind:
+    fills Triton's disk cache."""
     done = 0
-    for scheme, cfg, group_kind_k, m in tasks:
-        kernel = KERNELS[scheme]
+    for scheme, zero_points, cfg, group_kind_k, m in tasks:
+        kernel = kernel_for(scheme, zero_points)
         k = max(4096, 16 * cfg.BK)
         group = k if group_kind_k == -1 else group_kind_k
         n = 4 * cfg.BN
@@ -279,7 +293,7 @@ def _compile(tasks: list[tuple[str, object, int, int]]) -> int:
 
 
 def prewarm(tasks: list[tuple], workers: int, deadline: float) -> None:
-    """Compile ``tasks`` (scheme, config, group, M) in ``workers`` processes until ``deadline``."""
+    """Compile ``tasks`` (``_compile``'s) in ``workers`` processes until ``deadline``."""
     chunks = [tasks[i::workers] for i in range(workers)]
     pool = multiprocessing.get_context("spawn").Pool(workers)
     try:
@@ -316,10 +330,14 @@ def main(argv: list[str] | None = None) -> dict:
                         "o, gate_up, down); default: all")
     parser.add_argument("--deq", nargs="+", type=int, default=None, help="w4a16: time only dot candidates with these "
                         "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
+    parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points, into their own "
+                        "entries (NxK:<group kind>:zp)")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
     args = parser.parse_args(argv)
+    if args.zero_points and args.schemes != ["w4a16"]:
+        parser.error("--zero-points times the w4a16 kernel only: add --schemes w4a16")
     t0 = time.monotonic()
     found = kernel_table.gpu_key()
     if found != args.gpu:
@@ -341,12 +359,15 @@ def main(argv: list[str] | None = None) -> dict:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
         regresses; an entry the kernel can no longer run is dropped); for w4a16 with ``--deq``, only those dot
         modes besides the heuristic's config and the entry."""
-        kernel = KERNELS[scheme]
-        entry = table["entries"].get(kernel_table.shape_key(n, k, group, scheme), {}).get(str(m))
+        kernel = kernel_for(scheme, args.zero_points)
+        key = kernel_table.shape_key(n, k, group, scheme, args.zero_points)
+        entry = table["entries"].get(key, {}).get(str(m))
         cands = kernel.candidates(n, k, group, m)
         if entry and not kernel.fits(kernel.config(**entry["config"]), n, k, group):
-            del table["entries"][kernel_table.shape_key(n, k, group, scheme)][str(m)]
+            del table["entries"][key][str(m)]
             entry = None
+        if entry is None and args.zero_points:  # what such a weight runs today
+            entry = table["entries"].get(kernel_table.shape_key(n, k, group, scheme), {}).get(str(m))
         if entry:
             current = kernel.config(**entry["config"])
             cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
@@ -355,7 +376,8 @@ def main(argv: list[str] | None = None) -> dict:
         keep = cands[: 2 if entry else 1]
         return [c for c in cands if c in keep or (c.path == "dot" and c.DEQ in args.deq)]
 
-    tasks = list(dict.fromkeys((s, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16) for s, n, k, g, m in work
+    tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16)
+                               for s, n, k, g, m in work
                                for c in timed_candidates(s, n, k, k if g == -1 else g, m)))
     if args.workers > 0:
         print(f"compiling {len(tasks)} candidates in {args.workers} processes", flush=True)
@@ -366,7 +388,7 @@ def main(argv: list[str] | None = None) -> dict:
         if time.monotonic() - t0 > args.budget_s:
             table["errors"].append(f"budget spent before {scheme} {n}x{k} g{g} M={m}")
             break
-        kernel, group = KERNELS[scheme], k if g == -1 else g
+        kernel, group = kernel_for(scheme, args.zero_points), k if g == -1 else g
         if (scheme, n, k, group) not in weights_of:
             weights_of.clear()
             torch.cuda.empty_cache()
@@ -395,7 +417,7 @@ def main(argv: list[str] | None = None) -> dict:
         heur_ms = timed[0][0] if timed[0][1] == cands[0] else None
         best_ms, best = final_round(timed, lambda cfg: (lambda w: kernel.launch(cfg, x, w, group, counters)),
                                     weights, args.replays)
-        key = kernel_table.shape_key(n, k, group, scheme)
+        key = kernel_table.shape_key(n, k, group, scheme, args.zero_points)
         errors = kernel.errors(best, n, k, group, m)
         if max(errors) > kernel.tolerance:
             table["errors"].append(f"{key} M={m} {best}: rel. error {max(errors):.2e} vs reference; not tabled")

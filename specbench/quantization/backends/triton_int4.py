@@ -40,7 +40,7 @@ def _(x, packed, scales, zeros, counters, group, config):
 
 class Int4Triton(TritonLayer):
     def __init__(self, qw: QuantizedWeight, dtype: torch.dtype, gpu: str | None):
-        super().__init__(*qw.shape, qw.group_size, "w4a16", gpu, qw.device)
+        super().__init__(*qw.shape, qw.group_size, "w4a16", gpu, qw.device, zero_points=qw.zeros is not None)
         packed, scales, zeros = pack(qw, dtype)
         self.register_buffer("packed", packed)
         self.register_buffer("scales", scales)
@@ -70,4 +70,5 @@ class TritonInt4:
         return {"kernel": "specbench Triton w4a16 (gemv M=1, tl.dot M>1, split-K)",
                 "packing": "int4 int32 [K/128, N, 16] (blocks of 16 words per column, int4_kernel.blocked; unsigned, "
                 "input rows interleaved in blocks of 128: int4_kernel.kernel_order), 16-bit scales/zeros [G, N]",
-                "autotune": kernel_table.describe_source(kernel_table.gpu_key(qw.device), *qw.shape, qw.group_size)}
+                "autotune": kernel_table.describe_source(kernel_table.gpu_key(qw.device), *qw.shape, qw.group_size,
+                                                         zero_points=qw.zeros is not None)}

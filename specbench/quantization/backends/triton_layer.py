@@ -12,13 +12,15 @@ PATHS = ("gemv", "dot")  # a config travels to the custom op as (path index, BN,
 
 
 class TritonLayer(nn.Module):
-    def __init__(self, n: int, k: int, group: int, scheme: str, gpu: str | None, device: torch.device):
+    def __init__(self, n: int, k: int, group: int, scheme: str, gpu: str | None, device: torch.device,
+                 zero_points: bool = False):
         super().__init__()
         self.n, self.k, self.group, self.scheme, self.gpu = n, k, group, scheme, gpu
         # the most any config with blocks of at least 16 uses, up to the largest M that splits K
         worst = splitk.counters_needed(n, kernel_table.MAX_SPLIT_M, 16, 16)
         self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=device))
-        self._entries = kernel_table.tuned_entries(gpu, n, k, group, scheme)  # read here, not in a traced forward
+        # read here, not in a traced forward
+        self._entries = kernel_table.tuned_entries(gpu, n, k, group, scheme, zero_points)
         self._chosen: dict[int, tuple[list[int], str]] = {}
 
     def config(self, m: int) -> tuple[list[int], str]:
