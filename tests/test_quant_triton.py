@@ -183,20 +183,21 @@ def test_lookup_buckets_and_heuristic_fallback():
 def test_weights_with_zero_points_take_their_own_entries_else_the_symmetric_ones(monkeypatch):
     from specbench.quantization.backends.triton_int4 import Int4Triton
 
-    sym = {"16": {"config": KernelConfig("dot", 64, 128, 2, BM=16, DEQ=5).as_dict()}}
+    sym = {"16": {"config": KernelConfig("dot", 64, 128, 2, BM=16, DEQ=5).as_dict()},
+           "32": {"config": KernelConfig("dot", 64, 128, 2, BM=32, DEQ=5).as_dict()}}
     own = {"16": {"config": KernelConfig("dot", 64, 128, 2, BM=16, DEQ=6).as_dict()}}
     table = {"entries": {"64x256:g128": sym, "64x256:g128:zp": own, "32x256:g128": sym}}
     monkeypatch.setattr(kernel_table, "load", lambda gpu: table)
     assert kernel_table.shape_key(64, 256, 128, zero_points=True) == "64x256:g128:zp"
-    assert kernel_table.tuned_entries("h200", 64, 256, 128, zero_points=True) is own
-    assert kernel_table.tuned_entries("h200", 64, 256, 128) is sym
-    assert kernel_table.tuned_entries("h200", 32, 256, 128, zero_points=True) is sym  # none of its own
+    assert kernel_table.tuned_entries("h200", 64, 256, 128, zero_points=True) == {"16": own["16"], "32": sym["32"]}
+    assert kernel_table.tuned_entries("h200", 64, 256, 128) == sym
+    assert kernel_table.tuned_entries("h200", 32, 256, 128, zero_points=True) == sym  # none of its own
     assert kernel_table.describe_source("h200", 64, 256, 128, zero_points=True) == "table h200 (zero points)"
     assert "symmetric" in kernel_table.describe_source("h200", 32, 256, 128, zero_points=True)
     w = torch.randn(64, 256)
-    deq = {sym_: Int4Triton(quantize_rtn(w, get_scheme("w4a16"), 128, sym_), torch.float16, "h200").config(16)[0][-1]
-           for sym_ in (True, False)}
-    assert deq == {True: 5, False: 6}
+    layers = {s: Int4Triton(quantize_rtn(w, get_scheme("w4a16"), 128, s), torch.float16, "h200") for s in (True, False)}
+    assert {s: layer.config(16)[0][-1] for s, layer in layers.items()} == {True: 5, False: 6}
+    assert layers[False].config(32)[0][4] == 32  # the bucket it lacks: the symmetric entry's BM
 
 
 @pytest.mark.parametrize("scheme,gpu", [("w4a16", "h200"), ("w4a8", "h200"), ("w4a16", None)])
@@ -290,3 +291,7 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
     assert table["entries"] == old["entries"] and table["backends"] == old["backends"]
     assert table["errors"] == ["w4a16 8192x8192 g128 M=64: 3 candidates skipped"]
     assert table["command"] == "tune --schemes w4a16; then, merged: tune --schemes w4a8"
+    # a run on weights with zero points keeps the notes of the symmetric weight's (and names its own apart)
+    table = {"command": "tune --zero-points", "entries": {}, "errors": []}
+    carry_over(table, old, [("w4a16", 8192, 8192, 128, 64)], zero_points=True)
+    assert "w4a16 8192x8192 g128 M=64: 3 candidates skipped" in table["errors"]

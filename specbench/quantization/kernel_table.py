@@ -6,8 +6,8 @@ name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; 
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
 (N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was. W4A16 weights with
 zero points (AWQ, asymmetric GPTQ) have entries of their own (``tune --zero-points``: the kernel that subtracts a
-loaded zero point is not the one that subtracts 8), keyed ``NxK:<group kind>:zp``; where the table has none they
-take the symmetric weight's.
+loaded zero point is not the one that subtracts 8), keyed ``NxK:<group kind>:zp``; an M bucket they lack is the
+symmetric weight's.
 
 Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
 kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
@@ -143,10 +143,10 @@ def kernel_of(scheme: str):
 def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
                   zero_points: bool = False) -> dict:
     """The table's entries for an [N, K] weight, per M bucket ({} when it has none); with ``zero_points`` its own
-    where the table has them, else the symmetric weight's."""
+    buckets over the symmetric weight's."""
     entries = load(gpu).get("entries", {})
     own = entries.get(shape_key(n, k, group, scheme, True), {}) if zero_points else {}
-    return own or entries.get(shape_key(n, k, group, scheme), {})
+    return {**entries.get(shape_key(n, k, group, scheme), {}), **own}
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",

@@ -304,13 +304,18 @@ def prewarm(tasks: list[tuple], workers: int, deadline: float) -> None:
         pool.join()
 
 
-def carry_over(table: dict, old: dict, work: list[tuple]) -> None:
+def work_label(scheme: str, n: int, k: int, group: int, m: int, zero_points: bool = False) -> str:
+    """How the table's ``errors`` name one (scheme, N, K, group, M) of the work."""
+    return f"{scheme}{':zp' if zero_points else ''} {n}x{k} g{group} M={m}"
+
+
+def carry_over(table: dict, old: dict, work: list[tuple], zero_points: bool = False) -> None:
     """Merge the table this run extends into ``table``: its entries (this run re-tunes only ``work``), their notes in
     ``errors`` but those of re-tuned (scheme, N, K, group, M), auto's backend order and its source, and its command
     ahead of this one."""
     table["entries"] = old.get("entries", {})
     table.update({key: old[key] for key in ("backends", "backends_source") if key in old})
-    redone = [f"{s} {n}x{k} g{g} M={m}" for s, n, k, g, m in work]
+    redone = [work_label(*w, zero_points) for w in work]
     table["errors"] = [e for e in old.get("errors", []) if not any(label in e for label in redone)] + table["errors"]
     if old.get("command"):
         table["command"] = f"{old['command']}; then, merged: {table['command']}"
@@ -353,7 +358,7 @@ def main(argv: list[str] | None = None) -> dict:
              "errors": []}
     base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"
     if base.exists():
-        carry_over(table, json.loads(base.read_text()), work)
+        carry_over(table, json.loads(base.read_text()), work, args.zero_points)
 
     def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
@@ -386,7 +391,7 @@ def main(argv: list[str] | None = None) -> dict:
     weights_of: dict = {}
     for scheme, n, k, g, m in work:
         if time.monotonic() - t0 > args.budget_s:
-            table["errors"].append(f"budget spent before {scheme} {n}x{k} g{g} M={m}")
+            table["errors"].append(f"budget spent before {work_label(scheme, n, k, g, m, args.zero_points)}")
             break
         kernel, group = kernel_for(scheme, args.zero_points), k if g == -1 else g
         if (scheme, n, k, group) not in weights_of:
@@ -398,7 +403,7 @@ def main(argv: list[str] | None = None) -> dict:
         x = kernel.inputs(m, k)
         cands = timed_candidates(scheme, n, k, group, m)
         counters = torch.zeros(max(kernel.counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
-        timed, too_big = [], 0
+        timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
         for cfg in cands:
             try:
                 run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
@@ -407,11 +412,10 @@ def main(argv: list[str] | None = None) -> dict:
                 if type(err).__name__ == "OutOfResources":
                     too_big += 1
                 else:
-                    table["errors"].append(f"{scheme} {n}x{k} g{g} M={m} {cfg}: {type(err).__name__}: "
-                                           f"{str(err)[:120]}")
+                    table["errors"].append(f"{label} {cfg}: {type(err).__name__}: {str(err)[:120]}")
         if too_big:
-            table["errors"].append(f"{scheme} {n}x{k} g{g} M={m}: {too_big} candidates skipped, more shared memory "
-                                   "or registers than the GPU has")
+            table["errors"].append(f"{label}: {too_big} candidates skipped, more shared memory or registers than the "
+                                   "GPU has")
         if not timed:
             continue
         heur_ms = timed[0][0] if timed[0][1] == cands[0] else None
