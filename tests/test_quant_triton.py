@@ -165,6 +165,15 @@ def test_committed_h200_table_covers_the_shipped_shapes():
                     assert check_shape(n, k, group, KernelConfig(**entry["config"])) is None
                 cfg, source = kernel_table.choose("h200", n, k, group, 1)
                 assert source == "table h200" and cfg == KernelConfig(**entries["1"]["config"])
+    for key, entries in table["entries"].items():  # every w4a16 entry, those of weights with zero points included
+        if key.startswith(("w8a8_int8:", "w4a8:")):
+            continue
+        shape, kind, *_ = key.split(":")
+        n, k = map(int, shape.split("x"))
+        group = k if kind == "channel" else int(kind[1:])
+        for entry in entries.values():
+            assert entry["rel_error"] <= 1e-2 and check_shape(n, k, group, KernelConfig(**entry["config"])) is None
+    assert any(key.endswith(":zp") for key in table["entries"])
 
 
 def test_lookup_buckets_and_heuristic_fallback():
