@@ -137,9 +137,9 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (-1, True, KernelConfig("dot", 256, 256, 1, BM=32, warps=8, DEQ=4)),
              (128, False, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=5)),
              (-1, True, KernelConfig("dot", 128, 256, 2, BM=64, warps=8, DEQ=5)),
-             (128, True, KernelConfig("dot", 128, 128, 2, BM=64, warps=8, stages=4, DEQ=6)),
+             (128, True, KernelConfig("dot", 128, 128, 2, BM=64, stages=4, DEQ=6)),
              (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=6)),
-             (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, warps=8, DEQ=6)),
+             (-1, False, KernelConfig("dot", 128, 256, 1, BM=32, DEQ=6)),
              (128, True, KernelConfig("dot", 256, 128, 4, BM=16, DEQ=7)),  # M = 1 alone: one group per column
              (128, False, KernelConfig("dot", 128, 128, 2, BM=16, stages=4, DEQ=7)),
              (128, False, KernelConfig("dot", 64, 128, 4, BM=16, stages=5, DEQ=8)),
@@ -148,7 +148,7 @@ def test_plane_dot_path_on_cuda_matches_reference(dtype):
              (128, False, KernelConfig("dot", 64, 128, 5, BM=16, stages=4, DEQ=7, uneven=True)),  # 6 or 7 groups
              (128, False, KernelConfig("dot", 128, 128, 4, BM=16, stages=5, DEQ=9)),  # the planes scaled
              (128, True, KernelConfig("dot", 64, 128, 3, BM=32, DEQ=9, uneven=True)),
-             (256, False, KernelConfig("dot", 256, 128, 2, BM=64, warps=8, DEQ=9))]
+             (256, False, KernelConfig("dot", 128, 128, 2, BM=64, DEQ=9))]  # DEQ 6 and 9: 4 warps (check_shape)
     for group, sym, cfg in cases:
         qw = quantize_rtn(torch.randn(1024, 4096, device="cuda", generator=gen) * 0.02, get_scheme("w4a16"), group, sym)
         fast, ref = QuantLinear(qw, None, "triton", dtype), QuantLinear(qw, None, "reference", torch.float32)

@@ -133,6 +133,9 @@ def test_shapes_the_kernel_cannot_run_name_the_constraint():
     uneven_cols = KernelConfig("dot", 64, 128, split=3, DEQ=7, uneven=True)
     assert "at most BM=16" in check_shape(64, 8192, 128, uneven_cols)  # 22 groups
     assert check_shape(64, 8192, 128, KernelConfig("dot", 64, 128, split=7, DEQ=7, uneven=True)) is None  # 9 or 10
+    assert "runs with 4 warps, not 8" in check_shape(8192, 8192, 128, KernelConfig("dot", 128, 128, 4, BM=64, warps=8,
+                                                                                    stages=3, DEQ=9))
+    assert check_shape(8192, 8192, 128, KernelConfig("dot", 128, 128, 4, BM=64, warps=4, stages=3, DEQ=9)) is None
     assert "must divide one another" in check_shape(64, 1536, 384, KernelConfig("dot", 32, 256))
     assert "block of 128 inputs" in check_shape(64, 1024, 128, KernelConfig("dot", 32, 64))
     assert "multiple of 128 (the packing's block" in check_shape(64, 960, 960, KernelConfig("dot", 32, 64))

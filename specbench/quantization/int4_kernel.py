@@ -52,6 +52,7 @@ product needs no scaling and is added to the dot's accumulator, pipelined across
 scales (and zero points) are read as 32-bit words holding two columns each: Triton's pipeline leaves out 16-bit
 loads, and a value loaded outside it pins the planes' layout, so the tile went through shared memory to the wgmma
 (641 instructions per K step at BN 128, BM 16, against 418).
+``DEQ`` 6 and 9 run with 4 warps only: with 8 (two warp groups) three configs gave wrong results on the H200.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ else:
 DTYPES = (torch.bfloat16, torch.float16)
 GROUP_COLUMNS = (7, 8)  # the DEQ modes with one group per MMA column (M = 1, grouped weights)
 SCALED_PLANES = 9  # the DEQ mode that scales the weight tile before the dot (grouped weights, any M)
+WARP_GROUP_LIMITED = (6, 9)  # modes that gave wrong results with 8 warps (check_shape)
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} scales each group's planes; per-channel weights are scaled once after the loop (DEQ 5)"
     if cfg.path == "dot" and cfg.DEQ == SCALED_PLANES and n % 2:
         return f"DEQ={cfg.DEQ} reads scales in pairs of columns, so out_features {n} must be even"
+    if cfg.path == "dot" and cfg.DEQ in WARP_GROUP_LIMITED and cfg.warps > 4:
+        return (f"DEQ={cfg.DEQ} runs with 4 warps, not {cfg.warps}: with two warp groups it gave wrong results on the "
+                "H200 (Triton 3.6; docs/quantization.md)")
     if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
     if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
