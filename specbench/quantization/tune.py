@@ -12,7 +12,8 @@ gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int
 fake-quantized input) on fresh random data. The five fastest are timed again, three rounds in turn, and the
 fastest median wins. ``--zero-points`` times w4a16 weights with zero points (AWQ, asymmetric GPTQ) into entries of
 their own (``kernel_table``), the symmetric weight's entry among the candidates. Work runs bucket by bucket (M = 1
-for every shape first). Candidates are compiled first in parallel processes (Triton's disk cache). The table is
+for every shape first); a shape whose candidates outlast ``--budget-s`` keeps the best of those timed (the
+heuristic's config and the current entry always among them). Candidates are compiled first in parallel processes (Triton's disk cache). The table is
 rewritten after every shape, so a run cut off by ``--budget-s`` keeps what it measured; shapes left out use the
 heuristic. Entries of an existing table that this run does not time (other buckets, groups, models, schemes) are
 kept.
@@ -404,7 +405,10 @@ def main(argv: list[str] | None = None) -> dict:
         cands = timed_candidates(scheme, n, k, group, m)
         counters = torch.zeros(max(kernel.counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
         timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
-        for cfg in cands:
+        for i, cfg in enumerate(cands):
+            if i > 1 and time.monotonic() - t0 > args.budget_s:  # the heuristic and the current entry always run
+                table["errors"].append(f"budget spent while timing {label}: {i} of {len(cands)} candidates")
+                break
             try:
                 run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
                 timed.append((time_config(run_one, weights, args.replays), cfg))
