@@ -4,8 +4,8 @@
 # with every backend, and the 70B HierSpec row with that table. STEPS picks the steps (default: all); each has its
 # own time cap so the call ends inside its budget. Results under $OUT; wheels missing on the machine travel in .whl/.
 # TUNE_DEQ, TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
-# tune and the benchmark; TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the
-# int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
+# tune and the benchmark (ZERO_POINTS=1: both on w4a16 weights with zero points, into the table's :zp entries);
+# TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
 # BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; step tables
 # benchmarks each kernel table of BENCH_TABLES (w4a16, triton) in its own process, BENCH_ROUNDS rounds in turn; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
@@ -26,7 +26,8 @@ if step tune; then
   budget=${TUNE_BUDGET_S:-75}
   timeout $((budget + 15)) python3 -m specbench.quantization.tune --gpu h200 --schemes w4a16 \
       --models ${TUNE_MODELS:-llama-3-70b llama-3-8b} --buckets ${TUNE_BUCKETS:-1 16 64} --groups ${TUNE_GROUPS:-128 -1} \
-      --deq ${TUNE_DEQ:-3} --budget-s "$budget" --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
+      --deq ${TUNE_DEQ:-3} --budget-s "$budget" --out "$OUT/h200.json" ${ZERO_POINTS:+--zero-points} \
+      > "$OUT/tune.log" 2>&1
   echo "tune rc $?"; [ -f "$OUT/h200.json" ] && cp "$OUT/h200.json" "$TABLE"
 fi
 if step tune_a8; then
@@ -42,7 +43,8 @@ if step bench; then  # once per value of BENCH_PDL (SPECBENCH_PDL: 1 on, 0 off),
     SPECBENCH_PDL=$pdl timeout ${BENCH_TIMEOUT_S:-75} python3 -m benchmarks.bench_quant_linear --out "$OUT/$name" \
         --models ${BENCH_MODELS:-llama-3-70b} --backends ${BENCH_BACKENDS:-triton torch fbgemm} \
         --schemes ${BENCH_SCHEMES:-w4a16 w8a8_int8 w4a8 w8a8_fp8} --ms ${BENCH_MS:-1 16 64} \
-        --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) > "$OUT/$name.log" 2>&1; echo "$name rc $?"
+        --budget-s $((${BENCH_TIMEOUT_S:-75} - 15)) ${ZERO_POINTS:+--zero-points} > "$OUT/$name.log" 2>&1
+    echo "$name rc $?"
     tail -32 "$OUT/$name.log"
   done
 fi
