@@ -5,7 +5,8 @@
 # own time cap so the call ends inside its budget. Results under $OUT; wheels missing on the machine travel in .whl/.
 # TUNE_DEQ, TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
 # tune and the benchmark (ZERO_POINTS=1: both on w4a16 weights with zero points, into the table's :zp entries);
-# TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
+# TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the
+# committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
 # BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; step tables
 # benchmarks each kernel table of BENCH_TABLES (w4a16, triton) in its own process, BENCH_ROUNDS rounds in turn; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
