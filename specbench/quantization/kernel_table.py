@@ -140,13 +140,18 @@ def kernel_of(scheme: str):
             lambda n, k, g, m, sms=132: heuristic_a8(n, k, g, m, bits, sms))
 
 
-def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
-                  zero_points: bool = False) -> dict:
-    """The table's entries for an [N, K] weight, per M bucket ({} when it has none); with ``zero_points`` its own
-    buckets over the symmetric weight's."""
-    entries = load(gpu).get("entries", {})
+def weight_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4a16",
+                   zero_points: bool = False) -> dict:
+    """An [N, K] weight's entries per M bucket in a table's ``entries`` ({} when it has none); with ``zero_points``
+    its own buckets over the symmetric weight's."""
     own = entries.get(shape_key(n, k, group, scheme, True), {}) if zero_points else {}
     return {**entries.get(shape_key(n, k, group, scheme), {}), **own}
+
+
+def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
+                  zero_points: bool = False) -> dict:
+    """``weight_entries`` of the committed table for ``gpu``."""
+    return weight_entries(load(gpu).get("entries", {}), n, k, group, scheme, zero_points)
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",

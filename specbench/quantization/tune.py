@@ -13,10 +13,10 @@ fake-quantized input) on fresh random data. The five fastest are timed again, th
 fastest median wins. ``--zero-points`` times w4a16 weights with zero points (AWQ, asymmetric GPTQ) into entries of
 their own (``kernel_table``), the symmetric weight's entry among the candidates. Work runs bucket by bucket (M = 1
 for every shape first); a shape whose candidates outlast ``--budget-s`` keeps the best of those timed (the
-heuristic's config and the current entry always among them). Candidates are compiled first in parallel processes (Triton's disk cache). The table is
-rewritten after every shape, so a run cut off by ``--budget-s`` keeps what it measured; shapes left out use the
-heuristic. Entries of an existing table that this run does not time (other buckets, groups, models, schemes) are
-kept.
+heuristic's config and the current entry always among them). Candidates are compiled first in parallel processes
+(Triton's disk cache). The table is rewritten after every shape, so a run cut off by ``--budget-s`` keeps what it
+measured; shapes left out use the heuristic. Entries of an existing table that this run does not time (other
+buckets, groups, models, schemes) are kept.
 """
 
 from __future__ import annotations
@@ -366,14 +366,12 @@ def main(argv: list[str] | None = None) -> dict:
         regresses; an entry the kernel can no longer run is dropped); for w4a16 with ``--deq``, only those dot
         modes besides the heuristic's config and the entry."""
         kernel = kernel_for(scheme, args.zero_points)
-        key = kernel_table.shape_key(n, k, group, scheme, args.zero_points)
-        entry = table["entries"].get(key, {}).get(str(m))
+        # what such a weight runs today (with zero points: the symmetric weight's entry where it has none)
+        entry = kernel_table.weight_entries(table["entries"], n, k, group, scheme, args.zero_points).get(str(m))
         cands = kernel.candidates(n, k, group, m)
         if entry and not kernel.fits(kernel.config(**entry["config"]), n, k, group):
-            del table["entries"][key][str(m)]
+            table["entries"].get(kernel_table.shape_key(n, k, group, scheme, args.zero_points), {}).pop(str(m), None)
             entry = None
-        if entry is None and args.zero_points:  # what such a weight runs today
-            entry = table["entries"].get(kernel_table.shape_key(n, k, group, scheme), {}).get(str(m))
         if entry:
             current = kernel.config(**entry["config"])
             cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
