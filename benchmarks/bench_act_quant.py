@@ -3,13 +3,15 @@
 The int8-activation linears (W8A8 int8, W4A8) run this kernel before every GEMM, so at M = 64 its time is part of
 T(64)/T(1). Each (M, K, order, block) is timed with CUDA events over a CUDA graph of 20 launches (median of 20
 replays); the same run times torch's eager per-token quantization (amax, divide, round, clamp, cast) and a copy of
-the same bytes as baselines. ``block``: the elements a program reads per step (``default`` = the kernel's choice).
+the same bytes as baselines. ``block``: the elements a program reads per step, ``parts``: programs per row
+(``default`` = the kernel's choice).
 
     python -m benchmarks.bench_act_quant --out results/act_quant
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--ks", nargs="+", type=int, default=[4096, 8192, 14336, 28672])
     parser.add_argument("--blocks", nargs="+", type=int, default=[0, 2048, 4096, 8192, 16384],
                         help="0: the kernel's default")
+    parser.add_argument("--parts", nargs="+", type=int, default=[0], help="programs per row; 0: the kernel's default")
     args = parser.parse_args(argv)
     if args.smoke or not torch.cuda.is_available():
         parser.error("needs a GPU")
@@ -39,11 +42,12 @@ def main(argv: list[str] | None = None) -> dict:
             row = {"M": m, "K": k, "eager_us": graphed_us(lambda: eager(x)),
                    "copy_us": graphed_us(lambda: x.clone())}
             for even_odd in (False, True):
-                for block in args.blocks:
+                for block, parts in itertools.product(args.blocks, args.parts):
                     if block and block >= k:
                         continue
-                    label = f"{'even_odd' if even_odd else 'in_order'}/{block or 'default'}"
-                    row[label] = graphed_us(lambda: quantize_per_token(x, block or None, even_odd))
+                    label = "/".join([f"{'even_odd' if even_odd else 'in_order'}", f"{block or 'default'}",
+                                      *([f"p{parts}"] if parts else [])])
+                    row[label] = graphed_us(lambda: quantize_per_token(x, block or None, even_odd, parts or None))
             rows.append(row)
             print(json.dumps({key: round(v, 2) if isinstance(v, float) else v for key, v in row.items()}), flush=True)
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -3,13 +3,15 @@
 For each row: ``s = max(|x|) / 127`` (at least float32's smallest normal), ``q = round(x / s)`` (half to even,
 like ``torch.round``) clamped to [-127, 127]. Returns int8 ``q`` [M, K] and float32 ``s`` [M]; with ``even_odd``
 each row holds its even inputs then its odd ones (``q[2i]`` at i, ``q[2i + 1]`` at K/2 + i), the order the 4-bit
-kernels read: evens and odds are loaded apart (stride 2), so both halves are stored as contiguous runs.
+kernels read: pairs are loaded whole and split in registers, so loads and both halves' stores stay contiguous.
 
-A row is cut into ``parts`` chunks, one program each, so that a few rows still occupy many multiprocessors (one
-program per row left one SM quantizing a 28672-wide row for 7 µs). Every program of a row reads the whole row for
-its maximum (from L2: three operations per element) and quantizes only its chunk. The quotient x / s costs a
-multiply and two FMAs: with r = 1 / s correctly rounded, q0 = x r and the exact residual x - q0 s, q0 + r (x - q0 s)
-rounds to the correctly rounded x / s (Markstein), so the codes are those of a true division.
+A row is cut into ``parts`` chunks of whole blocks, one program each, so that a few rows still occupy many
+multiprocessors (one program per row left one SM quantizing a 28672-wide row for 7 µs). Every program of a row reads
+the whole row for its maximum and quantizes only its chunk. Both passes are unrolled over the row's blocks (their
+count is a compile-time constant), so all of a pass's loads are in flight together: a loop over the blocks waited
+for each load in turn (28672 inputs, even-odd: 7.85 -> 5.95 µs at M = 64, docs/benchmarks.md). The quotient x / s
+costs a multiply and two FMAs: with r = 1 / s correctly rounded, q0 = x r and the exact residual x - q0 s,
+q0 + r (x - q0 s) rounds to the correctly rounded x / s (Markstein), so the codes are those of a true division.
 
 With programmatic dependent launch (``pdl.PDL``) the kernel lets the GEMM launched after it start at once: that
 GEMM (``int8_kernel``) streams weights and waits (``gdc_wait``) only before it reads the codes.
@@ -28,7 +30,7 @@ except ImportError:  # the optional GPU extra; the CPU tests run it through Trit
     triton = None
 
 BLOCK = 4096  # elements a program reads per step (2048 and 1024 measured slower on the H200)
-PROGRAMS = 264  # aim: two programs per multiprocessor of an H100/H200
+PROGRAMS = 128  # about one program per multiprocessor (M = 64, 28672-wide rows in 2 chunks: 5.0 µs, in 4: 6.0)
 if PDL:
     from specbench.quantization.pdl import gdc_launch_dependents
 
@@ -46,35 +48,35 @@ if triton is not None:
         return ((v + ROUND) - ROUND).to(tl.int8)
 
     @triton.jit
-    def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, CHUNK, BLOCK: tl.constexpr, EVEN_ODD: tl.constexpr,
-                         LAUNCH_NEXT: tl.constexpr):
+    def _row_block(x_row, k0, K, BLOCK: tl.constexpr):
+        """The row's BLOCK inputs from k0 as float32 (0 past K), in one coalesced load."""
+        offs = k0 + tl.arange(0, BLOCK)
+        return tl.load(x_row + offs, mask=offs < K, other=0.0).to(tl.float32)
+
+    @triton.jit
+    def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, BLOCK: tl.constexpr, BLOCKS: tl.constexpr,
+                         CHUNK_BLOCKS: tl.constexpr, EVEN_ODD: tl.constexpr, LAUNCH_NEXT: tl.constexpr):
         if LAUNCH_NEXT:
             gdc_launch_dependents()
         row, part = tl.program_id(0).to(tl.int64), tl.program_id(1)
-        offs = tl.arange(0, BLOCK)
         x_row, q_row = x_ptr + row * stride_xm, q_ptr + row * K
         amax = tl.zeros((BLOCK,), dtype=tl.float32)
-        for k0 in range(0, K, BLOCK):
-            x = tl.load(x_row + k0 + offs, mask=k0 + offs < K, other=0.0).to(tl.float32)
-            amax = tl.maximum(amax, tl.abs(x))
+        for b in tl.static_range(BLOCKS):  # unrolled, so every block's load is in flight at once
+            amax = tl.maximum(amax, tl.abs(_row_block(x_row, b * BLOCK, K, BLOCK)))
         s = tl.maximum(tl.max(amax, axis=0) / 127.0, TINY)
         r = tl.math.div_rn(1.0, s)
-        begin = part * CHUNK
-        end = tl.minimum(begin + CHUNK, K)
-        if EVEN_ODD:  # pairs: BLOCK / 2 evens and as many odds per step (CHUNK and K are even)
-            half = tl.arange(0, BLOCK // 2)
-            for k0 in range(begin, end, BLOCK):
-                i = k0 // 2 + half
-                ok = 2 * i < end
-                even = tl.load(x_row + 2 * i, mask=ok, other=0.0).to(tl.float32)
-                odd = tl.load(x_row + 2 * i + 1, mask=ok, other=0.0).to(tl.float32)
-                tl.store(q_row + i, _quantize(even, s, r), mask=ok)
-                tl.store(q_row + K // 2 + i, _quantize(odd, s, r), mask=ok)
-        else:
-            for k0 in range(begin, end, BLOCK):
-                ok = k0 + offs < end
-                x = tl.load(x_row + k0 + offs, mask=ok, other=0.0).to(tl.float32)
-                tl.store(q_row + k0 + offs, _quantize(x, s, r), mask=ok)
+        for b in tl.static_range(BLOCKS):  # this program's chunk of CHUNK_BLOCKS blocks, read again (from L1/L2)
+            if b // CHUNK_BLOCKS == part:
+                if EVEN_ODD:  # BLOCK / 2 evens to the row's first half, as many odds to its second (K is even)
+                    i = b * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
+                    pair = 2 * i[:, None] + tl.arange(0, 2)[None, :]  # [BLOCK / 2, 2]: one coalesced load
+                    even, odd = tl.split(tl.load(x_row + pair, mask=(i < K // 2)[:, None], other=0.0).to(tl.float32))
+                    tl.store(q_row + i, _quantize(even, s, r), mask=i < K // 2)
+                    tl.store(q_row + K // 2 + i, _quantize(odd, s, r), mask=i < K // 2)
+                else:
+                    x = _row_block(x_row, b * BLOCK, K, BLOCK)
+                    offs = b * BLOCK + tl.arange(0, BLOCK)
+                    tl.store(q_row + offs, _quantize(x, s, r), mask=offs < K)
         if part == 0:
             tl.store(s_ptr + row, s)
 
@@ -98,9 +100,9 @@ def quantize_per_token(x: torch.Tensor, block: int | None = None, even_odd: bool
     if m == 0:
         return q, s
     block = min(block or BLOCK, max(2, triton.next_power_of_2(k)))
-    parts = parts or parts_per_row(m, k, block)
-    chunk = -(-k // parts // block) * block  # whole blocks, so every chunk starts on an even input
-    parts = -(-k // chunk)
-    act_quant_kernel[(m, parts)](x, q, s, k, x.stride(0), chunk, BLOCK=block, EVEN_ODD=even_odd, LAUNCH_NEXT=PDL,
-                                 num_warps=max(1, min(8, block // 512)))
+    blocks = -(-k // block)
+    chunk_blocks = -(-blocks // (parts or parts_per_row(m, k, block)))  # whole blocks: every chunk starts even
+    act_quant_kernel[(m, -(-blocks // chunk_blocks))](
+        x, q, s, k, x.stride(0), BLOCK=block, BLOCKS=blocks, CHUNK_BLOCKS=chunk_blocks, EVEN_ODD=even_odd,
+        LAUNCH_NEXT=PDL, num_warps=max(1, min(8, block // 512)))
     return q, s
