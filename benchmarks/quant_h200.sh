@@ -3,7 +3,7 @@
 # mode competing against every current entry, then the int8-activation kernels), the 70B linear-stack benchmark
 # with every backend, and the 70B HierSpec row with that table. STEPS picks the steps (default: all); each has its
 # own time cap so the call ends inside its budget. Results under $OUT; wheels missing on the machine travel in .whl/.
-# TUNE_DEQ, TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
+# TUNE_DEQ, TUNE_PATHS (default dot; gemv for the M = 1 CUDA-core path), TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
 # tune and the benchmark (ZERO_POINTS=1: both on w4a16 weights with zero points, into the table's :zp entries);
 # TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the
 # committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
@@ -27,7 +27,7 @@ if step tune; then
   budget=${TUNE_BUDGET_S:-75}
   timeout $((budget + 15)) python3 -m specbench.quantization.tune --gpu h200 --schemes w4a16 \
       --models ${TUNE_MODELS:-llama-3-70b llama-3-8b} --buckets ${TUNE_BUCKETS:-1 16 64} --groups ${TUNE_GROUPS:-128 -1} \
-      --deq ${TUNE_DEQ:-3} --budget-s "$budget" --out "$OUT/h200.json" ${ZERO_POINTS:+--zero-points} \
+      --deq ${TUNE_DEQ:-3} --paths ${TUNE_PATHS:-dot} --budget-s "$budget" --out "$OUT/h200.json" ${ZERO_POINTS:+--zero-points} \
       > "$OUT/tune.log" 2>&1
   echo "tune rc $?"; [ -f "$OUT/h200.json" ] && cp "$OUT/h200.json" "$TABLE"
 fi

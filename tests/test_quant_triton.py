@@ -270,6 +270,22 @@ def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry(
     assert {c.uneven for c in gate_up if c.split == 4 and c.DEQ == 7} == {False, True}  # both codes for equal ones
 
 
+def test_tune_narrows_to_paths_and_modes_but_keeps_the_heuristic_and_the_entry():
+    from specbench.quantization.tune import candidates, narrowed
+
+    entry = KernelConfig("dot", 128, 128, 4, BM=16, warps=4, stages=4, DEQ=8)
+    cands = candidates(8192, 8192, 128, 1, (entry,))
+    assert {c.path for c in cands[2:]} == {"gemv", "dot"}
+    gemv = narrowed(cands, 2, ["gemv"], None)
+    assert gemv[:2] == cands[:2] and entry in gemv and len(gemv) > 10
+    assert all(c.path == "gemv" for c in gemv[2:])
+    dot5 = narrowed(cands, 2, ["dot"], [5])
+    assert dot5[:2] == cands[:2] and len(dot5) > 10 and all(c.path == "dot" and c.DEQ == 5 for c in dot5[2:])
+    both = narrowed(cands, 1, ["gemv", "dot"], [5])  # --deq narrows the dot candidates only
+    assert {c.path for c in both[1:]} == {"gemv", "dot"} and all(c.DEQ == 5 for c in both[1:] if c.path == "dot")
+    assert entry not in both[1:] and narrowed(cands, 2, ["gemv", "dot"], None) == cands
+
+
 def test_tune_final_round_picks_the_fastest_on_fresh_timings_not_the_luckiest(monkeypatch):
     from specbench.quantization import tune
 

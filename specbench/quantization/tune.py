@@ -110,7 +110,7 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
         grid = itertools.product((32, 64, 128, 256) if grouped else (16, 32, 64, 128), bks, (4, 8))
         out += [A8Config("gemv", bn, bk, s, warps=w, stages=2) for bn, bk, w in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    bks = (64, 128) if grouped else (128, 256)
+    bks = (64, 128) if grouped else (128, 256, 512)
     # dot: wider N tiles read each activation tile for more weights (at BN 64 and M = 64 a program reads twice as many
     # activation bytes as weight bytes); two warp groups where the [BN, BM] accumulator would not fit four warps
     grid = itertools.product(bms, (64, 128, 256), bks, (3, 4), (4, 8))
@@ -123,6 +123,13 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
     # gemv: at most 32 weight words per thread (two tiles in flight and the accumulator must stay in registers)
     small = lambda c: c.path == "dot" or c.BN * c.BK * bits // 32 <= 32 * 32 * c.warps  # noqa: E731
     return [c for i, c in enumerate(fitting) if i == 0 or (66 <= tiles(c) * c.split <= 8 * 132 and small(c))]
+
+
+def narrowed(cands: list, kept: int, paths: list[str], deq: list[int] | None) -> list:
+    """The first ``kept`` candidates (the heuristic's config, the current entry) and, of the rest, those on ``paths``;
+    with ``deq``, dot candidates only of those modes."""
+    return [c for i, c in enumerate(cands) if i < kept or (c.path in paths and (
+        deq is None or c.path == "gemv" or c.DEQ in deq))]
 
 
 def final_round(timed: list[tuple[float, object]], runner, weights: list[tuple], replays: int,
@@ -334,6 +341,9 @@ def main(argv: list[str] | None = None) -> dict:
                         help="-1: per-channel; a scheme takes only the ones it supports")
     parser.add_argument("--shapes", nargs="+", default=None, help="only these linears (labels of model_shapes: qkv, "
                         "o, gate_up, down); default: all")
+    parser.add_argument("--paths", nargs="+", default=["gemv", "dot"], choices=["gemv", "dot"],
+                        help="time only candidates of these paths (besides the heuristic's config and the current "
+                        "entry); default: both")
     parser.add_argument("--deq", nargs="+", type=int, default=None, help="w4a16: time only dot candidates with these "
                         "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
     parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points, into their own "
@@ -363,8 +373,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
-        regresses; an entry the kernel can no longer run is dropped); for w4a16 with ``--deq``, only those dot
-        modes besides the heuristic's config and the entry."""
+        regresses; an entry the kernel can no longer run is dropped); besides the heuristic's config and the entry,
+        only candidates of ``--paths`` and, for w4a16 with ``--deq``, dot candidates of those modes."""
         kernel = kernel_for(scheme, args.zero_points)
         # what such a weight runs today (with zero points: the symmetric weight's entry where it has none)
         entry = kernel_table.weight_entries(table["entries"], n, k, group, scheme, args.zero_points).get(str(m))
@@ -375,10 +385,7 @@ def main(argv: list[str] | None = None) -> dict:
         if entry:
             current = kernel.config(**entry["config"])
             cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
-        if args.deq is None or scheme != "w4a16":
-            return cands
-        keep = cands[: 2 if entry else 1]
-        return [c for c in cands if c in keep or (c.path == "dot" and c.DEQ in args.deq)]
+        return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None)
 
     tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16)
                                for s, n, k, g, m in work
@@ -431,8 +438,11 @@ def main(argv: list[str] | None = None) -> dict:
         table["entries"].setdefault(key, {})[str(m)] = {
             "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
             "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors)}
+        per_path = {path: min(t for t, c in timed if c.path == path)
+                    for path in dict.fromkeys(c.path for _, c in timed)}
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
-              f"({len(timed)} candidates; heuristic {heur_ms and heur_ms * 1e3:.1f} us) {best}", flush=True)
+              f"({len(timed)} candidates; heuristic {heur_ms and heur_ms * 1e3:.1f} us; first round, best per path: "
+              f"{', '.join(f'{path} {t * 1e3:.1f} us' for path, t in per_path.items())}) {best}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(table, indent=1) + "\n")
     table["elapsed_s"] = time.monotonic() - t0
