@@ -87,3 +87,22 @@ def test_rows_of_other_code_are_forgotten_so_an_unfinished_run_is_completed_by_o
     reopened = ResultStore(tmp_path)
     reopened.forget_other_versions("new")
     assert reopened.is_done(1, 0) and not reopened.is_done(0, 0) and not reopened.is_done(2, 0)
+
+
+def test_parquet_files_are_compact_and_read_back_exactly(tmp_path):
+    import pyarrow.parquet as pq
+
+    from specbench.atomic import write_parquet_atomic
+
+    frame = pd.DataFrame({"question_id": [1, 2], "tok_s": [1.5, float("nan")], "model.source": ["a", None],
+                          "quant.group_size": [128, -1], "timing.replay_tau": [None, None],
+                          "flag": [True, False], **{f"col{i}": [float(i), 0.0] for i in range(100)}})
+    path = tmp_path / "results.parquet"
+    write_parquet_atomic(frame, path)
+    pd.testing.assert_frame_equal(pd.read_parquet(path), frame, check_exact=True)
+    meta = pq.ParquetFile(path).metadata
+    assert not meta.row_group(0).column(1).is_stats_set  # no column statistics
+    assert b"ARROW:schema" not in (meta.metadata or {})  # no stored Arrow schema
+    plain = tmp_path / "plain.parquet"
+    frame.to_parquet(plain, index=False)
+    assert path.stat().st_size < 0.5 * plain.stat().st_size
