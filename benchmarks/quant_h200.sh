@@ -3,8 +3,9 @@
 # mode competing against every current entry, then the int8-activation kernels), the 70B linear-stack benchmark
 # with every backend, and the 70B HierSpec row with that table. STEPS picks the steps (default: all); each has its
 # own time cap so the call ends inside its budget. Results under $OUT; wheels missing on the machine travel in .whl/.
-# TUNE_DEQ, TUNE_PATHS (default dot; gemv for the M = 1 CUDA-core path), TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS, TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16
-# tune and the benchmark (ZERO_POINTS=1: both on w4a16 weights with zero points, into the table's :zp entries);
+# TUNE_DEQ, TUNE_PATHS (default dot; gemv for the M = 1 CUDA-core path), TUNE_BUCKETS, TUNE_MODELS, TUNE_GROUPS,
+# TUNE_BUDGET_S and BENCH_SCHEMES, BENCH_BACKENDS narrow the w4a16 tune and the benchmark (ZERO_POINTS=1: both on
+# w4a16 weights with zero points, into the table's :zp entries);
 # TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the
 # committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
