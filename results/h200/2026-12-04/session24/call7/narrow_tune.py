@@ -2,7 +2,7 @@
 
 Needs the narrow-tile grid in ``tune.candidates`` (BN 16/32, 1-2 warps, ``DEQ`` 5/8/9; see docs/benchmarks.md,
 session 24). As first run it lacked the ``__main__`` guard below: the tune's spawned compile workers re-ran this
-script, each starting a tune of its own on the same GPU, so call 7's timings are not evidence either way.
+script and crashed, so each candidate compiled in the timing process and the budget ended before most of M = 32.
 """
 import sys
 
