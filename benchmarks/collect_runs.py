@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from specbench.atomic import write_parquet_atomic
 from specbench.runner.summary import summarize
 
 
@@ -28,7 +29,7 @@ def main(argv: list[str] | None = None) -> pd.DataFrame:
     args.out.mkdir(parents=True, exist_ok=True)
     for kind in ("results", "steps"):
         frames = [pd.read_parquet(f / f"{kind}.parquet") for f in folders if (f / f"{kind}.parquet").exists()]
-        pd.concat(frames, ignore_index=True).to_parquet(args.out / f"{kind}.parquet")
+        write_parquet_atomic(pd.concat(frames, ignore_index=True), args.out / f"{kind}.parquet")
     table = summarize(folders)
     text = table.to_string(index=False, float_format=lambda v: f"{v:.3f}")
     (args.out / "summary.md").write_text(text + "\n")
