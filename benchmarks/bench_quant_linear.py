@@ -92,29 +92,32 @@ def timed(fn, device: str, replays: int) -> tuple[float, bool]:
 
 
 def make_layer(scheme: str, group: int, backend: str, k: int, n: int, device: str, seed: int,
-               sym: bool = True) -> torch.nn.Module:
-    """One layer of random weights; ``sym=False``: 4-bit codes with zero points (AWQ, asymmetric GPTQ)."""
+               sym: bool = True, dtype: torch.dtype = torch.bfloat16) -> torch.nn.Module:
+    """One layer of random weights in activation dtype ``dtype``; ``sym=False``: 4-bit codes with zero points (AWQ,
+    asymmetric GPTQ)."""
     if backend == "dense":
-        return torch.nn.Linear(k, n, bias=False, device=device, dtype=torch.bfloat16).requires_grad_(False)
+        return torch.nn.Linear(k, n, bias=False, device=device, dtype=dtype).requires_grad_(False)
     gen = torch.Generator(device=device).manual_seed(seed)
-    w = torch.randn(n, k, device=device, generator=gen, dtype=torch.bfloat16) * 0.02
-    return QuantLinear(quantize_rtn(w, get_scheme(scheme), group, sym), None, backend, torch.bfloat16)
+    w = torch.randn(n, k, device=device, generator=gen, dtype=dtype) * 0.02
+    return QuantLinear(quantize_rtn(w, get_scheme(scheme), group, sym), None, backend, dtype)
 
 
-def agreement(scheme: str, group: int, backend: str, device: str, sym: bool = True) -> dict:
+def agreement(scheme: str, group: int, backend: str, device: str, sym: bool = True,
+              dtype: torch.dtype = torch.bfloat16) -> dict:
     """Relative error of ``backend`` against ``reference`` on the same quantized weight, for a few M."""
     k, n = (256, 128) if device == "cpu" else (4096, 1024)
     gen = torch.Generator(device=device).manual_seed(0)
     qw = quantize_rtn(torch.randn(n, k, device=device, generator=gen) * 0.02, get_scheme(scheme), group, sym)
-    fast, ref = QuantLinear(qw, None, backend, torch.bfloat16), QuantLinear(qw, None, "reference", torch.bfloat16)
+    fast, ref = QuantLinear(qw, None, backend, dtype), QuantLinear(qw, None, "reference", dtype)
     worst = 0.0
     for m in (1, 16, 128):
-        x = torch.randn(m, k, device=device, generator=gen, dtype=torch.bfloat16)
+        x = torch.randn(m, k, device=device, generator=gen, dtype=dtype)
         with torch.no_grad():
             y, y_ref = fast(x).float(), ref(x).float()
         worst = max(worst, ((y - y_ref).norm() / y_ref.norm()).item())
     bound = OWN_TOLERANCE[qw.scheme.bits] if backend == "triton" else TOLERANCE
     return {"scheme": scheme, "group_size": group, "zero_points": not sym, "backend": backend,
+            "dtype": str(dtype).removeprefix("torch."),
             "kernel": fast.info["kernel"], "autotune": fast.info.get("autotune"), "rel_error": worst, "tolerance": bound,
             "ok": worst <= bound}
 
@@ -125,20 +128,21 @@ def distinct_shapes(shapes) -> list[tuple[int, int]]:
 
 
 def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int, ms, device: str, replays: int,
-          copy_bw: float, deadline: float, rows: list[dict], sym: bool = True) -> str | None:
+          copy_bw: float, deadline: float, rows: list[dict], sym: bool = True,
+          dtype: torch.dtype = torch.bfloat16) -> str | None:
     """Append one row per M to ``rows`` as each M is done (stack time from per-shape times on L2-defeating
     copies); return why it stopped before the last M (``deadline`` passed), if it did. Each distinct shape is
     timed once and counted for every label it has."""
     keys = distinct_shapes(shapes)
     copies, size = {}, {}
-    info = {"kernel": "F.linear (cuBLAS)", "packing": "bf16 [N, K]", "autotune": None}
+    info = {"kernel": "F.linear (cuBLAS)", "packing": f"{str(dtype).removeprefix('torch.')} [N, K]", "autotune": None}
     for i, (k, n) in enumerate(keys):
         if time.monotonic() > deadline:
             return f"time share spent while building {model} layers"
-        first = make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym)
+        first = make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym, dtype=dtype)
         size[k, n] = tensor_bytes(first)
         extra = min(63, L2_DEFEAT_BYTES // size[k, n]) if device == "cuda" else 0
-        copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym)
+        copies[k, n] = [first] + [make_layer(scheme, group, backend, k, n, device, seed=i, sym=sym, dtype=dtype)
                                     for _ in range(extra)]
         if isinstance(first, QuantLinear):
             info = {key: first.info.get(key) for key in info}
@@ -149,7 +153,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
         for k, n in keys:
             if time.monotonic() > deadline:
                 return f"time share spent at {model} M={m}"
-            x = torch.randn(m, k, device=device, dtype=torch.bfloat16)
+            x = torch.randn(m, k, device=device, dtype=dtype)
             fn = lambda: [layer(x) for layer in copies[k, n]]  # noqa: E731
             t_warm = time.monotonic()
             with torch.no_grad():
@@ -164,6 +168,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
         stack = sum(per_shape.values()) * layers
         base = base or stack
         row = {"model": model, "scheme": scheme, "group_size": group, "backend": backend, **info, "M": m,
+               "dtype": str(dtype).removeprefix("torch."),
                "stack_ms": stack, "ratio_to_M1": stack / base, "per_shape_ms": per_shape, "graph": graphed,
                "weight_bytes": total_bytes, "zero_points": backend != "dense" and not sym}
         if backend == "gemlite":
@@ -345,12 +350,15 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")
     parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points (AWQ, "
                         "asymmetric GPTQ) instead of symmetric codes")
+    parser.add_argument("--dtype", choices=("bfloat16", "float16"), default="bfloat16", help="activation dtype "
+                        "(the SD loops run the W4A16 targets in float16, as the papers do)")
     parser.add_argument("--replays", type=int, default=20)
     parser.add_argument("--budget-s", type=float, default=420.0, help="skip what is left after this many seconds")
     parser.add_argument("--prewarm-workers", type=int, default=-1, help="processes that first compile gemlite's "
                         "kernels for every scheme, shape and M (fast autotune mode only; -1: one per spare CPU "
                         "core, at most 12; 0: off; with --smoke, >0 runs the reference layers that way as a check)")
     args = parser.parse_args(argv)
+    dtype = getattr(torch, args.dtype)
     T0 = t0 = time.monotonic()
     device = "cpu" if args.smoke else "cuda"
     if args.smoke:
@@ -362,12 +370,13 @@ def main(argv: list[str] | None = None) -> dict:
     backends = ["reference"] if args.smoke else [b for b in args.backends if b in BACKENDS]
     variants = [(s, g) for s, g in VARIANTS if args.schemes is None or s in args.schemes]
     sym = lambda scheme: not (args.zero_points and scheme == "w4a16")  # noqa: E731
-    combos = [] if args.no_dense else [("bf16", -1, "dense")]
+    combos = [] if args.no_dense else [({"bfloat16": "bf16", "float16": "fp16"}[args.dtype], -1, "dense")]
     combos += [(s, g, b) for b in backends for s, g in variants if s in BACKENDS[b].schemes]
     copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "Ms": list(ms), "copy_bandwidth_Bps": copy_bw, "budget_s": args.budget_s, "rows": [], "agreement": [],
+              "Ms": list(ms), "dtype": args.dtype, "copy_bandwidth_Bps": copy_bw, "budget_s": args.budget_s,
+              "rows": [], "agreement": [],
               "skipped": []}
     gemlite_combos = [c for c in combos if c[2] == "gemlite"]
     if gemlite_combos:
@@ -399,12 +408,12 @@ def main(argv: list[str] | None = None) -> dict:
             log(f"{scheme} g{group} x {backend} (share {deadline - now:.1f} s)")
             try:
                 if backend != "dense":
-                    result["agreement"].append(agreement(scheme, group, backend, device, sym(scheme)))
+                    result["agreement"].append(agreement(scheme, group, backend, device, sym(scheme), dtype))
                     a = result["agreement"][-1]
                     log(f"  agreement with reference: rel. error {a['rel_error']:.2e} ({'ok' if a['ok'] else 'FAIL'})")
                 for model, (shapes, layers) in models.items():
                     stop = sweep(scheme, group, backend, model, shapes, layers, ms, device, replays, copy_bw,
-                                 deadline, result["rows"], sym(scheme))
+                                 deadline, result["rows"], sym(scheme), dtype)
                     if stop:
                         log(f"  {stop}")
                         result["skipped"].append({**what, "reason": f"partial: {stop}"})

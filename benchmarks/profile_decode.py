@@ -56,8 +56,20 @@ def profile_step(model, context: int, max_seq_len: int, steps: int, compile: boo
     return result
 
 
-def profiled(fn, steps: int) -> dict:
-    """``fn``'s median replay time, and its kernels per call under the CUDA profiler."""
+def by_position(prof, name: str, period: int) -> list[float]:
+    """Mean µs of the kernels called ``name``, in launch order, at each position modulo ``period`` (a layer's
+    linears: q/k/v, o, gate/up, down)."""
+    from torch.autograd import DeviceType
+
+    times = [e.time_range.end - e.time_range.start for e in sorted(
+        (e for e in prof.events() if e.device_type == DeviceType.CUDA and e.name == name),
+        key=lambda e: e.time_range.start)]
+    return [sum(times[i::period]) / max(1, len(times[i::period])) for i in range(period)]
+
+
+def profiled(fn, steps: int, repeated: tuple[str, int] | None = None) -> dict:
+    """``fn``'s median replay time, and its kernels per call under the CUDA profiler; with ``repeated`` (kernel name,
+    period), that kernel's mean µs per position (``by_position``)."""
     from torch.profiler import ProfilerActivity, profile
 
     step_ms = time_calls(fn, "cuda", replays=50, warmup=5).median_ms
@@ -67,7 +79,10 @@ def profiled(fn, steps: int) -> dict:
             fn()
         torch.cuda.synchronize()
     table, busy, span = kernel_table(prof, steps)
-    return {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
+    out = {"step_ms": step_ms, "busy_us": busy, "span_us": span, "kernels": table}
+    if repeated:
+        out["by_position_us"] = by_position(prof, *repeated)
+    return out
 
 
 def attention_alone(model, context: int, slots: int, n: int = 1) -> dict:

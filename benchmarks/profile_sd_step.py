@@ -52,14 +52,17 @@ def main(argv=None) -> dict:
     draft = eagle_like_tree(args.tokens, vocab_size=model.config.vocab_size)
     verify = lambda: session.verify(0, draft)  # noqa: E731 - the runner's graph of this bucket, inputs staged
     decode = lambda: session.verify(0, eagle_like_tree(1))  # noqa: E731
-    result["verify"] = profiled(verify, args.steps)
-    result["decode"] = profiled(decode, args.steps)
+    linears = ("w4a16_kernel", 4) if args.quant == "w4a16" else None  # q/k/v, o, gate/up, down per layer
+    result["verify"] = profiled(verify, args.steps, linears)
+    result["decode"] = profiled(decode, args.steps, linears)
     expand = drafter._expand_graph.graph.replay
     result["expand"] = profiled(expand, args.steps)
     result["attention_ms"] = attention_alone(model, context, args.max_seq_len + engine.buckets[-1], args.tokens)
     for name in ("decode", "verify", "expand"):
         r = result[name]
         print(f"\n{name}: {r['step_ms']:.3f} ms, GPU busy {r['busy_us']:.0f} us, span {r['span_us']:.0f} us")
+        if "by_position_us" in r:
+            print("  w4a16 linears per layer (q/k/v, o, gate/up, down), us:", [round(t, 2) for t in r["by_position_us"]])
         for row in r["kernels"][:22]:
             print(f"  {row['us']:8.1f} us  {row['calls']:5.1f}x  {row['kernel']}")
     print(f"\nattention alone, {args.tokens} queries x 32 layers (ms):", result["attention_ms"])

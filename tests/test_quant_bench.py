@@ -30,3 +30,12 @@ def test_bench_zero_points_quantizes_w4a16_asymmetrically_and_labels_it(tmp_path
     assert flags == {("w4a16", True), ("w8a16", False)} and all(a["ok"] for a in saved["agreement"])
     assert {r["zero_points"] for r in saved["rows"] if r["scheme"] == "w4a16"} == {True}
     assert "| smoke | w4a16 g128 zero points | reference |" in (tmp_path / "quant_linear.md").read_text()
+
+
+def test_bench_dtype_float16_runs_the_layers_in_float16_and_labels_them(tmp_path):
+    main(["--smoke", "--out", str(tmp_path), "--schemes", "w4a16", "--dtype", "float16"])
+    saved = json.loads((tmp_path / "quant_linear.json").read_text())
+    assert saved["dtype"] == "float16" and not saved["skipped"]
+    assert [a["dtype"] for a in saved["agreement"]] == ["float16"] and saved["agreement"][0]["ok"]
+    assert {r["dtype"] for r in saved["rows"]} == {"float16"}
+    assert {r["scheme"] for r in saved["rows"] if r["backend"] == "dense"} == {"fp16"}
