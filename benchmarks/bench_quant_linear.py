@@ -347,7 +347,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--backends", nargs="+", default=["triton", "torch", "fbgemm", "gemlite", "marlin"])
     parser.add_argument("--ms", nargs="+", type=int, default=None, help="M values (default: MS)")
     parser.add_argument("--schemes", nargs="+", default=None, help="only these schemes (default: all of VARIANTS)")
-    parser.add_argument("--no-dense", action="store_true", help="leave out the bf16 F.linear baseline")
+    parser.add_argument("--no-dense", action="store_true", help="leave out the 16-bit F.linear baseline")
     parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points (AWQ, "
                         "asymmetric GPTQ) instead of symmetric codes")
     parser.add_argument("--dtype", choices=("bfloat16", "float16"), default="bfloat16", help="activation dtype "

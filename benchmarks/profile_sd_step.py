@@ -62,7 +62,8 @@ def main(argv=None) -> dict:
         r = result[name]
         print(f"\n{name}: {r['step_ms']:.3f} ms, GPU busy {r['busy_us']:.0f} us, span {r['span_us']:.0f} us")
         if "by_position_us" in r:
-            print("  w4a16 linears per layer (q/k/v, o, gate/up, down), us:", [round(t, 2) for t in r["by_position_us"]])
+            per_linear = [round(t, 2) for t in r["by_position_us"]]
+            print("  w4a16 linears per layer (q/k/v, o, gate/up, down), us:", per_linear)
         for row in r["kernels"][:22]:
             print(f"  {row['us']:8.1f} us  {row['calls']:5.1f}x  {row['kernel']}")
     print(f"\nattention alone, {args.tokens} queries x 32 layers (ms):", result["attention_ms"])
