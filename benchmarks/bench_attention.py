@@ -1,8 +1,9 @@
-"""The cache attention kernel (``model.attention``) per layer, against SDPA, in one run.
+"""The cache attention kernel (``model.attention``) per layer, against SDPA and a fixed merge width, in one run.
 
 For the head layouts of Llama-3-8B (32 query heads, 8 KV heads) and -70B (64, 8), n queries (a decode step, a chain,
 a tree) against a static cache of ``--slots`` slots whose first ``--context`` are committed: microseconds per call of
-``masked_attention`` and of SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
+``masked_attention`` with the merge width ``merge_rows`` picks, with 16 rows per merge program (the width before
+session 21), and of SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
 
     python -m benchmarks.bench_attention --out results/attention
 """
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.smoke or not torch.cuda.is_available():
         parser.error("needs a GPU")
+    chosen = attention.merge_rows
     rows = []
     for model, (h, kvh) in HEADS.items():
         keys, values = torch.randn(2, 1, kvh, args.slots, 128, device="cuda", dtype=torch.bfloat16)
@@ -39,7 +41,10 @@ def main(argv: list[str] | None = None) -> dict:
             mask[0, 0, :, args.context : args.context + n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
             prepared = attention.prepare(mask)
             row = {"model": model, "n": n}
-            row["kernel_us"] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
+            for label, widths in (("kernel_us", chosen), ("kernel_merge16_us", lambda *_: 16)):
+                attention.merge_rows = widths
+                row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
+            attention.merge_rows = chosen
             row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
                                                                              enable_gqa=True))
             rows.append(row)

@@ -6,30 +6,33 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from specbench.model import attention
+from specbench.model import attention, rope
 from tests.conftest import run_in_interpreter
 
 # float16: the interpreter's bfloat16 dot is not exact enough to test against; the GPU test covers bfloat16
 INTERPRETED = textwrap.dedent("""
     import torch, torch.nn.functional as F
-    from specbench.model import attention
+    from specbench.model import attention, rope
     torch.manual_seed(0)
 
     # heads, kv heads, queries, cache slots, head dim, committed prefix
     for h, kvh, n, slots, d, start in [(4, 2, 1, 80, 64, 10), (8, 2, 3, 130, 64, 60), (4, 4, 17, 200, 128, 100),
-                                       (8, 1, 5, 64, 64, 0), (16, 2, 20, 200, 64, 100)]:
-        q = torch.randn(1, h, n, d).half()
+                                       (8, 1, 5, 64, 64, 0), (16, 2, 20, 200, 64, 100)]:  # the last: 2 rows a merge
+        q = torch.randn(1, n, h + 2 * kvh, d).half()[:, :, :h].transpose(1, 2)  # as the layer passes it
+        tables = rope.rope_tables(1.0 / 10000 ** (torch.arange(0, d, 2) / d), torch.randint(0, 300, (n,)),
+                                  torch.float16)
         k, v = torch.randn(2, 1, kvh, slots, d).half()
         mask = torch.zeros(1, 1, n, slots, dtype=torch.bool)
         mask[..., :start] = True
         mask[0, 0, :, start:start + n] = (torch.rand(n, n) < 0.4) | torch.eye(n, dtype=torch.bool)
-        arrivals = torch.zeros(attention.MAX_TILES, dtype=torch.int32)
-        for _ in range(2):  # the counters the first call leaves serve the second
-            out = attention.masked_attention(q, k, v, mask, *attention.visible_blocks(mask), arrivals)
-            ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask, enable_gqa=h != kvh)
+        for rotate in (False, True):
+            out = attention.masked_attention(q, k, v, mask, *attention.visible_blocks(mask),
+                                             *(tables if rotate else (None, None)))
+            query = rope.apply_rope(q.float(), *(t.float() for t in tables)).half() if rotate else q
+            ref = F.scaled_dot_product_attention(query.float(), k.float(), v.float(), attn_mask=mask,
+                                                 enable_gqa=h != kvh)
             err = ((out.float() - ref).norm() / ref.norm()).item()
-            assert out.shape == q.shape and err < 2e-3, (h, kvh, n, slots, d, start, err)
-            assert not arrivals.any()
+            assert out.shape == q.shape and err < 2e-3, (h, kvh, n, slots, d, start, rotate, err)
     print("ok")
 """)
 
@@ -77,6 +80,11 @@ def test_kernel_matches_sdpa_on_the_gpu(n):
     mask[0, 0, :, start:start + n] = (torch.rand(n, n, device="cuda") < 0.3) | torch.eye(n, dtype=torch.bool,
                                                                                          device="cuda")
     mask[0, 0, -1, slots - 1] = True  # a padding row on a scratch slot at the cache's end
-    out = attention.attend(q, kv[0], kv[1], mask)
-    ref = F.scaled_dot_product_attention(q.float(), kv[0].float(), kv[1].float(), attn_mask=mask, enable_gqa=True)
-    assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2
+    tables = rope.rope_tables(1.0 / 500000 ** (torch.arange(0, d, 2, device="cuda") / d),
+                              torch.arange(start, start + n, device="cuda"), torch.bfloat16)
+    for table in (None, tables):
+        out = attention.attend(q, kv[0], kv[1], mask, rope=table)
+        query = q if table is None else rope.apply_rope(q.float(), *(t.float() for t in table))
+        ref = F.scaled_dot_product_attention(query.float(), kv[0].float(), kv[1].float(), attn_mask=mask,
+                                             enable_gqa=True)
+        assert ((out.float() - ref).norm() / ref.norm()).item() < 1e-2

@@ -48,6 +48,30 @@ def test_prefill_and_cached_decode_match_transformers(arch, save_hf):
             torch.testing.assert_close(step[0, 0], ref[0, t], atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("arch", ["llama3", "qwen3"])
+def test_gpu_kernels_match_transformers(arch, save_hf):
+    """On a GPU the KV-cache write rotates the keys and the attention kernel the queries (head dim 64, which the
+    kernel takes); prefill and cached decode against transformers' float32 logits on the same weights."""
+    model_type, changes = ARCHS[arch]
+    hf = tiny_hf_model(model_type, **{**changes, "hidden_size": 256, "head_dim": 64})
+    ours = load_model(str(save_hf(hf)), dtype=torch.float16, device="cuda")
+    ids = torch.randint(0, 96, (1, 12), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        ref = hf(ids).logits[0].cuda()
+        ids = ids.cuda()
+        assert ours.model.layers[0].self_attn.head_dim == 64
+        ours.setup_cache(64)
+        pos = torch.arange(ids.shape[1], device="cuda")
+        got = [ours.logits(ours(ids, pos, pos, causal_mask(0, ids.shape[1], 64, ids.device)))[0]]
+        ours.setup_cache(64)
+        for t in range(ids.shape[1]):
+            pos = torch.tensor([t], device="cuda")
+            got.append(ours.logits(ours(ids[:, t : t + 1], pos, pos, causal_mask(t, 1, 64, ids.device)))[0])
+    for logits in (got[0], torch.cat(got[1:])):
+        assert ((logits - ref).norm() / ref.norm()).item() < 1e-2
+
+
 def test_bf16_logits_within_stated_tolerance(save_hf):
     hf = tiny_hf_model("llama3")
     ours = load_model(str(save_hf(hf)), dtype=torch.bfloat16)

@@ -21,7 +21,8 @@ from torch import nn
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
-from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer, rope_inv_freq, rope_tables
+from specbench.model.rope import rope_inv_freq, rope_tables
+from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer
 
 
 class EagleHeadError(ValueError):

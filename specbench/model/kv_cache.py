@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from specbench.model.rope import apply_rope
+
 try:
     import triton
     import triton.language as tl
+
+    from specbench.model.rope import roped_rows
 except ImportError:  # the optional GPU extra; the CPU tests run the kernel through Triton's interpreter
     triton = None
 
@@ -38,11 +42,16 @@ class StaticKVCache:
     def v(self) -> torch.Tensor:
         return self.kv[1]
 
-    def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-        """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n]; return this layer's full K and V."""
+    def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+              rope: tuple[torch.Tensor, torch.Tensor] | None = None):
+        """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n], ``k`` rotated first by ``rope``'s (cos, sin)
+        [n, head_dim] when given; return this layer's full K and V."""
         if k.is_cuda and triton is not None and not torch.compiler.is_compiling() and fits(k, v):
-            store_rows(self.kv[:, layer], slots, k, v)  # one kernel where indexing takes a stack and index_put's copies
+            # one kernel where indexing takes a stack and index_put's copies, and RoPE its own
+            store_rows(self.kv[:, layer], slots, k, v, rope)
         else:
+            if rope is not None:
+                k = apply_rope(k, *rope)
             # Index the whole tensor with tensors (K/V, layer, slots): writing through a view such as kv[0, layer]
             # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
             where = (self.kv_index, self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
@@ -62,27 +71,33 @@ def fits(k: torch.Tensor, v: torch.Tensor) -> bool:
     return k.shape[0] == 1 and k.stride(-1) == 1 and v.stride(-1) == 1 and d & (d - 1) == 0
 
 
-def store_rows(layer_kv: torch.Tensor, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def store_rows(layer_kv: torch.Tensor, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Write ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n] of one layer's ``layer_kv`` [2, 1, kv_heads, S,
-    head_dim] (a view of the cache), in one kernel: a program per token stores its keys and values of every head."""
+    head_dim] (a view of the cache), in one kernel: a program per token rotates its keys by ``rope``'s (cos, sin)
+    [n, head_dim] (when given) and stores its keys and values of every head."""
     _, heads, n, d = k.shape
-    _store_kernel[(n,)](layer_kv, k, v, slots, layer_kv.stride(0), layer_kv.stride(2), layer_kv.stride(3),
+    cos, sin = rope if rope is not None else (k, k)
+    _store_kernel[(n,)](layer_kv, k, v, slots, cos, sin, layer_kv.stride(0), layer_kv.stride(2), layer_kv.stride(3),
                         k.stride(1), k.stride(2), v.stride(1), v.stride(2), heads,
-                        D=d, H=triton.next_power_of_2(heads), num_warps=4)
+                        D=d, H=triton.next_power_of_2(heads), ROPE=rope is not None, num_warps=4)
 
 
 if triton is not None:
 
     @triton.jit
-    def _store_kernel(kv_ptr, k_ptr, v_ptr, slots_ptr, s_half, s_head, s_slot, sk_h, sk_n, sv_h, sv_n, heads,
-                      D: tl.constexpr, H: tl.constexpr):
-        """Token ``program_id``'s [heads, D] keys and values to its slot."""
+    def _store_kernel(kv_ptr, k_ptr, v_ptr, slots_ptr, cos_ptr, sin_ptr, s_half, s_head, s_slot, sk_h, sk_n, sv_h,
+                      sv_n, heads, D: tl.constexpr, H: tl.constexpr, ROPE: tl.constexpr):
+        """Token ``program_id``'s [heads, D] keys (rotated when ``ROPE``) and values to its slot."""
         t = tl.program_id(0)
         head = tl.arange(0, H)[:, None]
         dims = tl.arange(0, D)[None, :]
         ok = head < heads
         dst = kv_ptr + tl.load(slots_ptr + t) * s_slot + head * s_head + dims
-        k = tl.load(k_ptr + t * sk_n + head * sk_h + dims, mask=ok)
+        if ROPE:
+            k = roped_rows(k_ptr, t * sk_n + head * sk_h, dims, cos_ptr, sin_ptr, t + 0 * head, ok, D)
+        else:
+            k = tl.load(k_ptr + t * sk_n + head * sk_h + dims, mask=ok)
         v = tl.load(v_ptr + t * sv_n + head * sv_h + dims, mask=ok)
         tl.store(dst, k.to(kv_ptr.dtype.element_ty), mask=ok)
         tl.store(dst + s_half, v.to(kv_ptr.dtype.element_ty), mask=ok)

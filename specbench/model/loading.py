@@ -18,7 +18,8 @@ from torch import nn
 
 from specbench.model.config import ModelConfig
 from specbench.model.registry import known_model, shipped_path
-from specbench.model.transformer import Transformer, rope_inv_freq, stack_parts
+from specbench.model.rope import rope_inv_freq
+from specbench.model.transformer import Transformer, stack_parts
 
 FLOAT_DTYPES = (torch.float64, torch.float32, torch.float16, torch.bfloat16)
 IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # a cached buffer in older Llama checkpoints, recomputed from config

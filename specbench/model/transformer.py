@@ -10,7 +10,6 @@ verify and a tree verify, and a CUDA graph can capture any of them.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import torch
@@ -20,6 +19,7 @@ from torch import nn
 from specbench.model import attention
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
+from specbench.model.rope import rope_inv_freq, rope_tables
 
 
 class RMSNorm(nn.Module):
@@ -33,42 +33,6 @@ class RMSNorm(nn.Module):
         x = x.float()
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
         return self.weight * x.to(dtype)
-
-
-def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
-    """Inverse frequencies of the rotary embedding, with linear or Llama-3 frequency scaling."""
-    dim = config.head_dim
-    inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
-    scaling = config.rope_scaling or {}
-    kind = scaling.get("rope_type", scaling.get("type", "default"))
-    if kind == "linear":
-        inv_freq = inv_freq / scaling["factor"]
-    elif kind == "llama3":
-        factor = scaling["factor"]
-        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
-        old_len = scaling["original_max_position_embeddings"]
-        wavelen = 2 * math.pi / inv_freq
-        scaled = torch.where(wavelen > old_len / low, inv_freq / factor, inv_freq)
-        smooth = (old_len / wavelen - low) / (high - low)
-        blended = (1 - smooth) * scaled / factor + smooth * scaled
-        medium = (wavelen >= old_len / high) & (wavelen <= old_len / low)
-        inv_freq = torch.where(medium, blended, scaled)
-    return inv_freq.float()
-
-
-def rope_tables(inv_freq: torch.Tensor, positions: torch.Tensor,
-                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """RoPE's (cos, sin) [n, head_dim] in ``dtype`` for rope ``positions`` [n]."""
-    angles = positions.float()[:, None] * inv_freq[None, :]
-    angles = torch.cat((angles, angles), dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
-
-
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [B, H, n, D] by the angles whose cos/sin are [n, D] (half-split convention)."""
-    half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x * cos + rotated * sin).to(x.dtype)
 
 
 class Attention(nn.Module):
@@ -90,12 +54,13 @@ class Attention(nn.Module):
             self.q_norm = self.k_norm = None
 
     def forward(self, x, cos, sin, cache: StaticKVCache, slots, mask):
-        q, k, v = self.project(x, cos, sin)
-        keys, values = cache.write(self.layer_idx, slots, k, v)
-        return self.output(attention.attend(q, keys, values, mask))
+        q, k, v = self.project(x)
+        keys, values = cache.write(self.layer_idx, slots, k, v, rope=(cos, sin))
+        return self.output(attention.attend(q, keys, values, mask, rope=(cos, sin)))
 
-    def project(self, x, cos, sin):
-        """Queries, keys and values [B, heads, n, head_dim] of ``x`` [B, n, hidden], RoPE applied."""
+    def project(self, x):
+        """Queries, keys and values [B, heads, n, head_dim] of ``x`` [B, n, hidden], before RoPE (the cache write
+        rotates the keys and the attention the queries)."""
         b, n, _ = x.shape
         q, k, v = self.qkv(x).split(list(self.stacks["qkv"].values()), dim=-1)
         q = q.view(b, n, self.n_heads, self.head_dim)
@@ -103,8 +68,7 @@ class Attention(nn.Module):
         v = v.view(b, n, self.n_kv, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        return apply_rope(q, cos, sin), apply_rope(k, cos, sin), v
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def output(self, attended):
         """``o_proj`` of the attention output [B, heads, n, head_dim]."""
@@ -176,13 +140,13 @@ class DecoderLayer(nn.Module):
     def forward(self, x, cos, sin, cache, slots, mask, regions=None):
         """``regions``: the (before, after) halves to run, compiled ones from ``decoding.forward``; default plain."""
         before, after = regions or self.regions
-        q, k, v = before(self, x, cos, sin)
-        keys, values = cache.write(self.self_attn.layer_idx, slots, k, v)
-        return after(self, x, attention.attend(q, keys, values, mask))
+        q, k, v = before(self, x)
+        keys, values = cache.write(self.self_attn.layer_idx, slots, k, v, rope=(cos, sin))
+        return after(self, x, attention.attend(q, keys, values, mask, rope=(cos, sin)))
 
-    def before_attention(self, x, cos, sin):
-        """Input norm, q/k/v projection and RoPE: the layer's work up to the KV-cache write."""
-        return self.self_attn.project(self.input_layernorm(x), cos, sin)
+    def before_attention(self, x):
+        """Input norm and q/k/v projection: the layer's work up to the KV-cache write (which applies RoPE)."""
+        return self.self_attn.project(self.input_layernorm(x))
 
     def after_attention(self, x, attended):
         """``o_proj``, both residual adds, the post-attention norm and the MLP."""
