@@ -89,7 +89,8 @@ class EagleHead(DraftHead):
             features = self.rms_norm_rotation(features)
         x = self.fc(torch.cat([self.embed_tokens(input_ids), features.to(self.fc.weight.dtype)], dim=-1))
         cos, sin = self.rope(positions, x.dtype)
-        return self.layers[0](x, cos, sin, self.cache, slots, mask, regions)
+        x, delta = self.layers[0](x, cos, sin, self.cache, slots, mask, regions)
+        return x + delta
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()

@@ -137,21 +137,27 @@ class DecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.mlp = MLP(config, linear)
 
-    def forward(self, x, cos, sin, cache, slots, mask, regions=None):
-        """``regions``: the (before, after) halves to run, compiled ones from ``decoding.forward``; default plain."""
+    def forward(self, x, cos, sin, cache, slots, mask, regions=None, delta=None):
+        """The residual stream ``x`` (plus ``delta``, the previous layer's MLP output, when given) through the layer
+        -> (the stream before this layer's MLP output is added, that output): the add is left to the next layer's
+        input norm, which does it in the same kernel. ``regions``: the (before, after) halves to run, compiled ones
+        from ``decoding.forward``; default plain."""
         before, after = regions or self.regions
-        q, k, v = before(self, x)
+        x, q, k, v = before(self, x, delta)
         keys, values = cache.write(self.self_attn.layer_idx, slots, k, v, rope=(cos, sin))
         return after(self, x, attention.attend(q, keys, values, mask, rope=(cos, sin)))
 
-    def before_attention(self, x):
-        """Input norm and q/k/v projection: the layer's work up to the KV-cache write (which applies RoPE)."""
-        return self.self_attn.project(self.input_layernorm(x))
+    def before_attention(self, x, delta):
+        """The residual add left by the layer before, input norm and q/k/v projection: the layer's work up to the
+        KV-cache write (which applies RoPE) -> (stream, q, k, v)."""
+        if delta is not None:
+            x = x + delta
+        return x, *self.self_attn.project(self.input_layernorm(x))
 
     def after_attention(self, x, attended):
-        """``o_proj``, both residual adds, the post-attention norm and the MLP."""
+        """``o_proj``, its residual add, the post-attention norm and the MLP -> (stream, MLP output)."""
         x = x + self.self_attn.output(attended)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return x, self.mlp(self.post_attention_layernorm(x))
 
     # the two halves around the cache write and attention: with ``compile_scope="layer"`` the runner passes compiled
     # ones that every layer of one width shares (the layer index, which picks the cache slab, stays outside them)
@@ -229,14 +235,14 @@ class Transformer(nn.Module):
             mask = mask & (self.cache.positions > positions[:, None] - window)
         mask = attention.prepare(mask)
         cos, sin = self.rope(positions)
-        x = self.model.embed_tokens(input_ids)
+        x, delta = self.model.embed_tokens(input_ids), None
         blocks = self.model.layers if layers is None else [self.model.layers[i] for i in layers]
         inputs = {}
         for i, layer in enumerate(blocks):
             if i in self.feature_layers:
-                inputs[i] = x
-            x = layer(x, cos, sin, self.cache, slots, mask, regions)
-        x = self.model.norm(x)
+                inputs[i] = x if delta is None else x + delta
+            x, delta = layer(x, cos, sin, self.cache, slots, mask, regions, delta)
+        x = self.model.norm(x if delta is None else x + delta)
         return torch.cat([x] + [inputs[i] for i in self.feature_layers], dim=-1) if self.feature_layers else x
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
