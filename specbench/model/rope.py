@@ -47,10 +47,12 @@ def rope_tables(inv_freq: torch.Tensor, positions: torch.Tensor,
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate ``x`` [B, H, n, D] by the angles whose cos/sin are [n, D] (half-split convention)."""
+    """Rotate ``x`` [B, H, n, D] by the angles whose cos/sin are [n, D] (half-split convention), in float32 and
+    rounded once to ``x``'s dtype, as ``roped_rows`` does (so eager, compiled and kernel forwards agree)."""
     half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x * cos + rotated * sin).to(x.dtype)
+    f = x.float()
+    rotated = torch.cat((-f[..., half:], f[..., :half]), dim=-1)
+    return (f * cos.float() + rotated * sin.float()).to(x.dtype)
 
 
 if triton is not None:
