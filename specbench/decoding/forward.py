@@ -10,8 +10,7 @@ graphs every new token count compiles again, so use it with graphs. ``compile_sc
 two halves of a decoder layer around its KV write and attention, once per shape for every layer of that width: a
 70B model compiles one layer's code, not eighty (the whole forward took about 300 s at 70B on the H200); the
 cache write and attention (which apply RoPE on a GPU), embeddings, RoPE tables and LM head run uncompiled inside the
-same CUDA graph. A module
-without decoder layers (the EAGLE-3 head's own layer) is compiled whole.
+same CUDA graph. A module without decoder layers (the EAGLE-3 head's own layer) is compiled whole.
 """
 
 from __future__ import annotations

@@ -170,6 +170,8 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     """``q`` [1, H, n, D] (rotated first by ``cos``/``sin`` [n, D] when given) over ``keys``/``values``
     [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True, visiting the ``count`` blocks listed first in ``order``
     (``prepare``) -> [1, H, n, D]."""
+    if (cos is None) != (sin is None):
+        raise ValueError("masked_attention rotates q by both cos and sin, or by neither")
     _, h, n, d = q.shape
     kv_heads, slots = keys.shape[1], keys.shape[2]
     if keys.stride(-1) != 1 or values.stride() != keys.stride() or q.stride(-1) != 1:
@@ -181,8 +183,6 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     m = torch.empty(splits, h, n, dtype=torch.float32, device=q.device)
     l = torch.empty_like(m)
     acc = torch.empty(splits, h, n, d, dtype=torch.float32, device=q.device)
-    if (cos is None) != (sin is None):
-        raise ValueError("masked_attention rotates q by both cos and sin, or by neither")
     mask2 = mask[0, 0]
     _partial_kernel[(kv_heads, row_blocks, splits)](
         q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc, n,
