@@ -8,6 +8,7 @@ covered on the GPU by ``tune``'s check of every table entry and ``tests/test_qua
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from specbench.quantization import (
     QuantizedWeight, QuantLinear, UnsupportedBackendError, get_scheme, kernel_table, quantize_rtn,
 )
 from specbench.quantization.backends import BACKENDS, resolve
+from specbench.quantization.backends.triton_layer import PATHS
 from specbench.quantization.int4_kernel import KernelConfig, check_shape, kernel_order
 from tests.conftest import run_in_interpreter
 
@@ -73,6 +75,8 @@ INTERPRETED = textwrap.dedent("""
         (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
         (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7, uneven=True)),  # uneven splits: 1, 1 and 2 groups
         (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True)),  # 1, 1 and 2 K tiles
+        (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True, scales_ahead=True)),  # next tile's
+        (128, True, 17, fp16, C("dot", 64, 128, split=2, BM=32, DEQ=5, scales_ahead=True)),  # scales a step early
         (128, False, 17, fp16, C("dot", 64, 128, split=2, BM=32, DEQ=9)),  # the planes scaled, the product added
         (256, True, 1, fp16, C("dot", 64, 128, split=3, DEQ=9, uneven=True)),  # two K tiles per group
         (64, False, 1, bf16, C("gemv", 16, 128, split=3, uneven=True)),
@@ -144,6 +148,8 @@ def test_shapes_the_kernel_cannot_run_name_the_constraint():
     assert "must be >= 128" in check_shape(64, 1024, 64, KernelConfig("dot", 32, 64, DEQ=3))
     assert "per-channel weights are scaled once" in check_shape(64, 1024, 1024, KernelConfig("dot", 64, 128, DEQ=9))
     assert "must be even" in check_shape(63, 1024, 128, KernelConfig("dot", 64, 128, DEQ=9))
+    assert "scales_ahead" in check_shape(64, 1024, 1024, KernelConfig("dot", 64, 128, DEQ=5, scales_ahead=True))
+    assert "scales_ahead" in check_shape(64, 1024, 128, KernelConfig("dot", 64, 128, DEQ=9, scales_ahead=True))
     assert check_shape(64, 1024, 128, KernelConfig("dot", 32, 128, split=2, DEQ=2)) is None
     two_scales = quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128)
     two_scales.channel_scale = torch.ones(64)
@@ -208,7 +214,8 @@ def test_weights_with_zero_points_take_their_own_entries_else_the_symmetric_ones
     assert "symmetric" in kernel_table.describe_source("h200", 32, 256, 128, zero_points=True)
     w = torch.randn(64, 256)
     layers = {s: Int4Triton(quantize_rtn(w, get_scheme("w4a16"), 128, s), torch.float16, "h200") for s in (True, False)}
-    assert {s: layer.config(16)[0][-1] for s, layer in layers.items()} == {True: 5, False: 6}
+    deq = lambda c: KernelConfig(PATHS[c[0]], *c[1:]).DEQ  # noqa: E731
+    assert {s: deq(layer.config(16)[0]) for s, layer in layers.items()} == {True: 5, False: 6}
     assert layers[False].config(32)[0][4] == 32  # the bucket it lacks: the symmetric entry's BM
 
 
@@ -284,6 +291,23 @@ def test_tune_narrows_to_paths_and_modes_but_keeps_the_heuristic_and_the_entry()
     both = narrowed(cands, 1, ["gemv", "dot"], [5])  # --deq narrows the dot candidates only
     assert {c.path for c in both[1:]} == {"gemv", "dot"} and all(c.DEQ == 5 for c in both[1:] if c.path == "dot")
     assert entry not in both[1:] and narrowed(cands, 2, ["gemv", "dot"], None) == cands
+
+
+def test_tune_neighbours_change_one_field_a_step_and_toggle_scales_ahead():
+    from specbench.quantization.int8_kernel import A8Config
+    from specbench.quantization.tune import candidates, neighbours
+
+    entry = KernelConfig("dot", 128, 128, 1, BM=16, warps=4, stages=3, DEQ=5, uneven=True)
+    near = neighbours(entry)
+    assert entry not in near and len(near) == len(set(near))
+    assert replace(entry, scales_ahead=True) in near and replace(entry, uneven=False) in near
+    assert replace(entry, split=2) in near and replace(entry, split=2, scales_ahead=True) in near
+    assert all(c.split >= 1 and c.stages >= 1 for c in near)  # split 1 is not halved to 0
+    changed = lambda c: sum(a != b for a, b in zip(c.as_dict().values(), entry.as_dict().values()))  # noqa: E731
+    assert all(changed(c) <= 2 for c in near)  # one field, and scales_ahead
+    assert any(c.scales_ahead for c in candidates(8192, 8192, 128, 16))  # the full grid offers it too
+    a8 = neighbours(A8Config("dot", 64, 256, 2, BM=16, warps=4, stages=3))
+    assert A8Config("dot", 64, 256, 4, BM=16, warps=4, stages=3) in a8 and len(a8) == 8
 
 
 def test_tune_final_round_picks_the_fastest_on_fresh_timings_not_the_luckiest(monkeypatch):

@@ -1,6 +1,7 @@
 """Count the SASS instructions of the Triton w4a16 kernel's K loop per weight, compiled for sm_90 without a GPU.
 
     python -m tools.int4_sass --BM 16 --BN 256 --BK 128 --warps 4 --deq 3 [--gemv] [--channel] [--zeros] [--fp16]
+        [--uneven] [--scales-ahead]
 
 Triton compiles the kernel ahead of time for an H100/H200 target (its bundled ptxas); nvdisasm lists the cubin and
 the largest loop (a backward branch) is counted: instructions per weight and thread = loop instructions /
@@ -33,7 +34,7 @@ def compile_sm90(args) -> bytes:
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
     const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=True,
                  GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
-                 WB=16, UNIT=args.BK, UNEVEN=args.uneven)
+                 WB=16, UNIT=args.BK, UNEVEN=args.uneven, SCALES_AHEAD=args.scales_ahead)
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
     src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> float:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("BM", 16), ("BN", 256), ("BK", 128), ("warps", 4), ("stages", 3), ("deq", 3)):
         parser.add_argument(f"--{name}", type=int, default=default)
-    for flag in ("gemv", "channel", "zeros", "fp16", "uneven"):  # uneven: split K ranges of unequal length
+    # uneven: split K ranges of unequal length; scales-ahead: DEQ 4-6 load the next tile's scales a K step early
+    for flag in ("gemv", "channel", "zeros", "fp16", "uneven", "scales-ahead"):
         parser.add_argument(f"--{flag}", action="store_true")
     parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)

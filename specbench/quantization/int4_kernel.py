@@ -53,6 +53,8 @@ scales (and zero points) are read as 32-bit words holding two columns each: Trit
 loads, and a value loaded outside it pins the planes' layout, so the tile went through shared memory to the wgmma
 (641 instructions per K step at BN 128, BM 16, against 418).
 ``DEQ`` 6 and 9 run with 4 warps only: with 8 (two warp groups) three configs gave wrong results on the H200.
+``DEQ`` 4-6 on grouped weights scale each tile's product after its dot, which leaves their scale loads out of Triton's
+pipeline; with ``scales_ahead`` each K step loads the next tile's scales (and zero points) into registers itself.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ class KernelConfig(TileConfig):
     # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
     # the product added (the wgmma pipelined across K steps), 9 as 5 with the planes scaled in 16 bits (the
     # product added as in 8, any M)
+    scales_ahead: bool = False  # DEQ 4-6 with groups: each K step loads the next tile's scales (and zero points)
+    # itself, a step before they are used; otherwise the step that uses them loads them (docs/quantization.md)
 
     @property
     def one_row(self) -> bool:
@@ -157,6 +161,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
         return f"DEQ={cfg.DEQ} scales each group's planes; per-channel weights are scaled once after the loop (DEQ 5)"
     if cfg.path == "dot" and cfg.DEQ == SCALED_PLANES and n % 2:
         return f"DEQ={cfg.DEQ} reads scales in pairs of columns, so out_features {n} must be even"
+    if cfg.scales_ahead and not (cfg.path == "dot" and 4 <= cfg.DEQ <= 6 and group != k):
+        return (f"scales_ahead loads each tile's group scales a K step early, as DEQ 4-6 with grouped weights do, "
+                f"not path {cfg.path}, DEQ={cfg.DEQ} with {'per-channel weights' if group == k else f'group {group}'}")
     if cfg.path == "dot" and cfg.DEQ in WARP_GROUP_LIMITED and cfg.warps > 4:
         return (f"DEQ={cfg.DEQ} runs with 4 warps, not {cfg.warps}: with two warp groups it gave wrong results on the "
                 "H200 (Triton 3.6; docs/quantization.md)")
@@ -232,12 +239,25 @@ if triton is not None:
         hi = ((word >> 16) & 0xFFFF).to(tl.int16).to(sixteen, bitcast=True)
         return tl.reshape(tl.join(lo, hi), (BN, 1))
 
+    @triton.jit
+    def _tile_scales(s_ptr, z_ptr, k0, N, cols, ok, HAS_ZEROS: tl.constexpr, GROUP: tl.constexpr):
+        """The scales and zero points [BN, 1] (float32) of the one group of the tile at k0 (8 without zero points);
+        zeros where ``ok`` is false."""
+        at = (k0 // GROUP) * N + cols
+        s = tl.load(s_ptr + at, mask=ok, other=0.0).to(tl.float32)[:, None]
+        if HAS_ZEROS:
+            z = tl.load(z_ptr + at, mask=ok, other=0.0).to(tl.float32)[:, None]
+        else:
+            z = tl.full(s.shape, 8.0, tl.float32)
+        return s, z
+
     @triton.jit(do_not_specialize=["M"])
     def w4a16_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_xm, stride_ym,
                      WB: tl.constexpr,
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
-                     P: tl.constexpr, ASM: tl.constexpr, UNIT: tl.constexpr, UNEVEN: tl.constexpr):
+                     P: tl.constexpr, ASM: tl.constexpr, UNIT: tl.constexpr, UNEVEN: tl.constexpr,
+                     SCALES_AHEAD: tl.constexpr):
         pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -266,6 +286,10 @@ if triton is not None:
         if DEQ >= 4 and not GEMV:  # [BN, BK/8] tiles, the weight as the first operand: BK/8 >= 16 words are whole
             # blocks of WB, so each K step moves the tile's pointers by BK/8 rows of N words
             w_tile = w_ptr + _word_offsets(k_begin // 8 + prow, cols, N, WB, True)
+        # DEQ 4-6 with groups scale each tile's product after its dot, which leaves their loads out of Triton's
+        # pipeline; with SCALES_AHEAD each K step loads the next tile's scales, so that they have a whole step to arrive
+        if SCALES_AHEAD:
+            s_next, z_next = _tile_scales(s_ptr, z_ptr, k_begin, N, cols, col_ok, HAS_ZEROS, GROUP)
         for k0 in range(k_begin, k_begin + k_len, BK):
             if DEQ >= 4 and not GEMV:
                 packed = tl.load(w_tile, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
@@ -276,6 +300,10 @@ if triton is not None:
             if CHANNEL:
                 s = tl.full((1, BN), 1.0, tl.float32)
                 z = z_chan
+            elif SCALES_AHEAD:
+                s, z = s_next, z_next
+                more = cols * 0 + k0 + BK < k_begin + k_len
+                s_next, z_next = _tile_scales(s_ptr, z_ptr, k0 + BK, N, cols, col_ok & more, HAS_ZEROS, GROUP)
             elif DEQ < 7:  # GROUP_COLUMNS apply them after the loop, DEQ 9 in its planes
                 g = k0 // GROUP + tl.arange(0, SG)
                 s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
@@ -430,7 +458,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
-        ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven),
+        ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven), SCALES_AHEAD=cfg.scales_ahead,
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
     return y

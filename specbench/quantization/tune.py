@@ -2,6 +2,7 @@
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
         [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--zero-points]
+        [--around-entry]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
@@ -91,6 +92,8 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
             for bm, bn, bk, w, st, d in grid for s in splits
             if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in (*GROUP_COLUMNS, SCALED_PLANES))
             and (d not in GROUP_COLUMNS or m == 1)]
+    # DEQ 4-6 also with each tile's scales loaded a K step ahead (``scales_ahead``; grouped weights)
+    out += [replace(c, scales_ahead=True) for c in out[1 + len(also):] if c.path == "dot" and 4 <= c.DEQ <= 6]
     g = k if group == -1 else group
     out[1 + len(also):] = both_k_ranges(out[1 + len(also):])
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
@@ -123,6 +126,19 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
     # gemv: at most 32 weight words per thread (two tiles in flight and the accumulator must stay in registers)
     small = lambda c: c.path == "dot" or c.BN * c.BK * bits // 32 <= 32 * 32 * c.warps  # noqa: E731
     return [c for i, c in enumerate(fitting) if i == 0 or (66 <= tiles(c) * c.split <= 8 * 132 and small(c))]
+
+
+def neighbours(cfg) -> list:
+    """Configs one step from ``cfg`` in one field (BN, split, stages, warps halved or doubled or one more or less;
+    ``uneven`` toggled), each also with ``scales_ahead`` toggled where the config has it: a local search around an
+    entry (``--around-entry``), for a new option or a drifted GPU, in seconds where the full grid takes hours."""
+    steps = [("BN", cfg.BN // 2), ("BN", cfg.BN * 2), ("split", cfg.split // 2), ("split", cfg.split * 2),
+             ("stages", cfg.stages - 1), ("stages", cfg.stages + 1), ("warps", 12 - cfg.warps),
+             ("uneven", not cfg.uneven)]
+    near = [replace(cfg, **{field: value}) for field, value in steps if field == "uneven" or value > 0]
+    if hasattr(cfg, "scales_ahead"):
+        near = [c for base in near + [cfg] for c in (base, replace(base, scales_ahead=not base.scales_ahead))]
+    return [c for c in dict.fromkeys(near) if c != cfg]
 
 
 def narrowed(cands: list, kept: int, paths: list[str], deq: list[int] | None) -> list:
@@ -348,6 +364,8 @@ def main(argv: list[str] | None = None) -> dict:
                         "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
     parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points, into their own "
                         "entries (NxK:<group kind>:zp)")
+    parser.add_argument("--around-entry", action="store_true", help="time only the heuristic's config, the current "
+                        "entry and its neighbours (one field a step away: ``neighbours``) where there is an entry")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
@@ -384,7 +402,8 @@ def main(argv: list[str] | None = None) -> dict:
             entry = None
         if entry:
             current = kernel.config(**entry["config"])
-            cands = [cands[0], current, *(c for c in cands[1:] if c != current)]
+            near = neighbours(current) if args.around_entry else cands[1:]
+            cands = [cands[0], current, *(c for c in near if c != current and kernel.fits(c, n, k, group))]
         return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None)
 
     tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16)

@@ -27,7 +27,7 @@ def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.T
 def w4a16_mm(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
              counters: torch.Tensor, group: int, config: list[int]) -> torch.Tensor:
     """``x @ W.T`` for the packed int4 weight; ``config`` = (path index, BN, BK, split, BM, warps, stages, uneven,
-    DEQ)."""
+    DEQ, scales_ahead)."""
     path, *sizes = config
     cfg = KernelConfig(PATHS[path], *sizes)
     return launch(x, packed, scales, zeros, counters, group, cfg)
