@@ -304,7 +304,8 @@ def test_tune_neighbours_change_one_field_a_step_and_toggle_scales_ahead():
     assert replace(entry, split=2) in near and replace(entry, split=2, scales_ahead=True) in near
     assert all(c.split >= 1 and c.stages >= 1 for c in near)  # split 1 is not halved to 0
     changed = lambda c: sum(a != b for a, b in zip(c.as_dict().values(), entry.as_dict().values()))  # noqa: E731
-    assert all(changed(c) <= 2 for c in near)  # one field, and scales_ahead
+    assert all(changed(c) <= 2 for c in near if c.DEQ == 5)  # one field, and scales_ahead
+    assert replace(entry, DEQ=9) in near  # the other plane-dot mode (invalid ones are left to check_shape)
     assert any(c.scales_ahead for c in candidates(8192, 8192, 128, 16))  # the full grid offers it too
     a8 = neighbours(A8Config("dot", 64, 256, 2, BM=16, warps=4, stages=3))
     assert A8Config("dot", 64, 256, 4, BM=16, warps=4, stages=3) in a8 and len(a8) == 8

@@ -130,12 +130,15 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
 
 def neighbours(cfg) -> list:
     """Configs one step from ``cfg`` in one field (BN, split, stages, warps halved or doubled or one more or less;
-    ``uneven`` toggled), each also with ``scales_ahead`` toggled where the config has it: a local search around an
-    entry (``--around-entry``), for a new option or a drifted GPU, in seconds where the full grid takes hours."""
+    ``uneven`` toggled; ``DEQ`` 5 and 9 swapped), each also with ``scales_ahead`` toggled where the config has it: a
+    local search around an entry (``--around-entry``), for a new option or a drifted GPU, in seconds where the full
+    grid takes hours."""
     steps = [("BN", cfg.BN // 2), ("BN", cfg.BN * 2), ("split", cfg.split // 2), ("split", cfg.split * 2),
              ("stages", cfg.stages - 1), ("stages", cfg.stages + 1), ("warps", 12 - cfg.warps),
              ("uneven", not cfg.uneven)]
     near = [replace(cfg, **{field: value}) for field, value in steps if field == "uneven" or value > 0]
+    if getattr(cfg, "DEQ", None) in (5, 9):  # the two plane-dot modes for grouped weights at any M (9: 4 warps)
+        near.append(replace(cfg, DEQ=14 - cfg.DEQ, warps=4 if cfg.DEQ == 5 else cfg.warps, scales_ahead=False))
     if hasattr(cfg, "scales_ahead"):
         near = [c for base in near + [cfg] for c in (base, replace(base, scales_ahead=not base.scales_ahead))]
     return [c for c in dict.fromkeys(near) if c != cfg]
