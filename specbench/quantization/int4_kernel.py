@@ -302,7 +302,7 @@ if triton is not None:
                 z = z_chan
             elif SCALES_AHEAD:
                 s, z = s_next, z_next
-                more = cols * 0 + k0 + BK < k_begin + k_len
+                more = cols * 0 + k0 + BK < k_begin + k_len  # as a [BN] mask: the interpreter takes no scalar one
                 s_next, z_next = _tile_scales(s_ptr, z_ptr, k0 + BK, N, cols, col_ok & more, HAS_ZEROS, GROUP)
             elif DEQ < 7:  # GROUP_COLUMNS apply them after the loop, DEQ 9 in its planes
                 g = k0 // GROUP + tl.arange(0, SG)

@@ -134,11 +134,12 @@ def neighbours(cfg) -> list:
     local search around an entry (``--around-entry``), for a new option or a drifted GPU, in seconds where the full
     grid takes hours."""
     steps = [("BN", cfg.BN // 2), ("BN", cfg.BN * 2), ("split", cfg.split // 2), ("split", cfg.split * 2),
-             ("stages", cfg.stages - 1), ("stages", cfg.stages + 1), ("warps", 12 - cfg.warps),
+             ("stages", cfg.stages - 1), ("stages", cfg.stages + 1), ("warps", 8 if cfg.warps == 4 else 4),
              ("uneven", not cfg.uneven)]
     near = [replace(cfg, **{field: value}) for field, value in steps if field == "uneven" or value > 0]
     if getattr(cfg, "DEQ", None) in (5, 9):  # the two plane-dot modes for grouped weights at any M (9: 4 warps)
-        near.append(replace(cfg, DEQ=14 - cfg.DEQ, warps=4 if cfg.DEQ == 5 else cfg.warps, scales_ahead=False))
+        other = 9 if cfg.DEQ == 5 else 5
+        near.append(replace(cfg, DEQ=other, warps=4 if other == 9 else cfg.warps, scales_ahead=False))
     if hasattr(cfg, "scales_ahead"):
         near = [c for base in near + [cfg] for c in (base, replace(base, scales_ahead=not base.scales_ahead))]
     return [c for c in dict.fromkeys(near) if c != cfg]
@@ -405,8 +406,9 @@ def main(argv: list[str] | None = None) -> dict:
             entry = None
         if entry:
             current = kernel.config(**entry["config"])
-            near = neighbours(current) if args.around_entry else cands[1:]
-            cands = [cands[0], current, *(c for c in near if c != current and kernel.fits(c, n, k, group))]
+            near = ([c for c in neighbours(current) if kernel.fits(c, n, k, group)] if args.around_entry
+                    else cands[1:])
+            cands = [cands[0], current, *(c for c in near if c != current)]
         return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None)
 
     tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16)
