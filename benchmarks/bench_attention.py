@@ -2,8 +2,8 @@
 
 For the head layouts of Llama-3-8B (32 query heads, 8 KV heads) and -70B (64, 8), n queries (a decode step, a chain,
 a tree) against a static cache of ``--slots`` slots whose first ``--context`` are committed: microseconds per call of
-``masked_attention`` with the merge width ``merge_rows`` picks, with 16 rows per merge program (the width before
-session 21), and of SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
+``masked_attention`` with the merge width ``merge_rows`` picks, with each width of ``--merge-rows`` forced, and of
+SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
 
     python -m benchmarks.bench_attention --out results/attention
 """
@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--ns", nargs="+", type=int, default=[1, 8, 31, 64])
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--slots", type=int, default=4096)
+    parser.add_argument("--merge-rows", nargs="+", type=int, default=[1, 4, 16])
     args = parser.parse_args(argv)
     if args.smoke or not torch.cuda.is_available():
         parser.error("needs a GPU")
@@ -41,8 +42,9 @@ def main(argv: list[str] | None = None) -> dict:
             mask[0, 0, :, args.context : args.context + n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
             prepared = attention.prepare(mask)
             row = {"model": model, "n": n}
-            for label, widths in (("kernel_us", chosen), ("kernel_merge16_us", lambda *_: 16)):
-                attention.merge_rows = widths
+            widths = [("kernel_us", chosen)] + [(f"merge{w}_us", lambda *_, w=w: w) for w in args.merge_rows]
+            for label, width in widths:
+                attention.merge_rows = width
                 row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
             attention.merge_rows = chosen
             row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,

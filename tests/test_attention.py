@@ -15,9 +15,12 @@ INTERPRETED = textwrap.dedent("""
     from specbench.model import attention, rope
     torch.manual_seed(0)
 
-    # heads, kv heads, queries, cache slots, head dim, committed prefix
-    for h, kvh, n, slots, d, start in [(4, 2, 1, 80, 64, 10), (8, 2, 3, 130, 64, 60), (4, 4, 17, 200, 128, 100),
-                                       (8, 1, 5, 64, 64, 0), (16, 2, 20, 200, 64, 100)]:  # the last: 2 rows a merge
+    chosen = attention.merge_rows
+    # heads, kv heads, queries, cache slots, head dim, committed prefix, rows per merge program (None: chosen)
+    for h, kvh, n, slots, d, start, width in [(4, 2, 1, 80, 64, 10, None), (8, 2, 3, 130, 64, 60, None),
+                                              (4, 4, 17, 200, 128, 100, None), (8, 1, 5, 64, 64, 0, None),
+                                              (16, 2, 20, 200, 64, 100, 2), (4, 2, 3, 200, 64, 100, 8)]:
+        attention.merge_rows = chosen if width is None else lambda *_, w=width: w
         q = torch.randn(1, n, h + 2 * kvh, d).half()[:, :, :h].transpose(1, 2)  # as the layer passes it
         tables = rope.rope_tables(1.0 / 10000 ** (torch.arange(0, d, 2) / d), torch.randint(0, 300, (n,)),
                                   torch.float16)
