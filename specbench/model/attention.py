@@ -139,22 +139,22 @@ if triton is not None:
     def _merge_kernel(m_ptr, l_ptr, acc_ptr, o_ptr, rows, so_h, so_n, n,
                       D: tl.constexpr, SPLITS: tl.constexpr, R: tl.constexpr):
         """``R`` (head, query) rows: the splits' shares merged into the softmax-weighted sum, one split at a time
-        with a running max (all loads in flight, every sum within a thread)."""
+        (all loads in flight, every sum within a thread)."""
         r = tl.program_id(0) * R + tl.arange(0, R)
         r_ok = r < rows
         dims = tl.arange(0, D)
         top = tl.full((R,), float("-inf"), tl.float32)
+        for s in tl.static_range(SPLITS):
+            top = tl.maximum(top, tl.load(m_ptr + s * rows + r, mask=r_ok, other=float("-inf")))
+        top = tl.where(top == float("-inf"), 0.0, top)
         total = tl.zeros((R,), tl.float32)
         o = tl.zeros((R, D), tl.float32)
         for s in tl.static_range(SPLITS):
             m = tl.load(m_ptr + s * rows + r, mask=r_ok, other=float("-inf"))
-            new_top = tl.maximum(top, m)
-            safe = tl.where(new_top == float("-inf"), 0.0, new_top)
-            rescale, w = tl.exp(top - safe), tl.exp(m - safe)
-            total = total * rescale + w * tl.load(l_ptr + s * rows + r, mask=r_ok, other=0.0)
-            o = o * rescale[:, None] + w[:, None] * tl.load(acc_ptr + (s * rows + r)[:, None] * D + dims[None, :],
-                                                            mask=r_ok[:, None], other=0.0)
-            top = new_top
+            w = tl.where(m == float("-inf"), 0.0, tl.exp(m - top))
+            total += w * tl.load(l_ptr + s * rows + r, mask=r_ok, other=0.0)
+            o += w[:, None] * tl.load(acc_ptr + (s * rows + r)[:, None] * D + dims[None, :], mask=r_ok[:, None],
+                                      other=0.0)
         o = o / tl.where(total > 0, total, 1.0)[:, None]
         head, query = r // n, r % n
         tl.store(o_ptr + head[:, None] * so_h + query[:, None] * so_n + dims[None, :],
@@ -197,13 +197,15 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     rows = h * n
     per_program = merge_rows(rows, splits, d)
     _merge_kernel[(triton.cdiv(rows, per_program),)](m, l, acc, out, rows, out.stride(1), out.stride(2), n, D=d,
-                                                      SPLITS=splits, R=per_program)
+                                                      SPLITS=splits, R=per_program,
+                                                      num_warps=max(1, min(4, per_program * d // 128)))
     return out
 
 
 def merge_rows(rows: int, splits: int, d: int) -> int:
     """(head, query) rows per merge program: the power of two nearest to four programs per multiprocessor (the
-    fastest of 1-16 rows for 1-64 queries, session 28), with at most 4096 partial sums (32 per thread) in flight."""
+    fastest of 1-16 rows for 1-64 queries, session 28), with at most 4096 partial sums in flight. A program has a
+    warp per 128 of its outputs, up to four."""
     near = round(math.log2(max(rows / (4 * SMS), 1)))
     return 1 << max(0, min(4, near, (4096 // (splits * d)).bit_length() - 1))
 
