@@ -203,10 +203,10 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
 
 
 def merge_rows(rows: int, splits: int, d: int) -> int:
-    """(head, query) rows per merge program: the power of two nearest to four programs per multiprocessor (the
-    fastest of 1-16 rows for 1-64 queries, session 28), with at most 4096 partial sums in flight. A program has a
-    warp per 128 of its outputs, up to four."""
-    near = round(math.log2(max(rows / (4 * SMS), 1)))
+    """(head, query) rows per merge program: the power of two nearest to eight programs per multiprocessor (the
+    fastest of 1, 2 and 4 rows, or as fast, for 1-64 queries: docs/benchmarks.md, session 28), with at most 4096
+    partial sums in flight. A program has a warp per 128 of its outputs, up to four."""
+    near = round(math.log2(max(rows / (8 * SMS), 1)))
     return 1 << max(0, min(4, near, (4096 // (splits * d)).bit_length() - 1))
 
 
