@@ -1,6 +1,7 @@
 """Figures: distinct legend entries, titles of at most two lines, the same bytes from the same results; run labels
 from the settings that vary, not hashes."""
 
+import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -66,6 +67,27 @@ def test_the_kernel_figure_draws_each_line_from_its_newest_benchmark_file(tmp_pa
                          + rows(new, {"date": "2026-12-01T09:00:00Z"}, "triton", 17.0))
     kept = newest_lines(frame)
     assert sorted(kept.stack_ms) == [17.0, 17.0, 18.0, 18.0]  # triton from the newer file only; torch kept
+
+
+def test_the_kernel_figure_leaves_cpu_files_out_when_a_gpu_file_exists(tmp_path):
+    from specbench.analysis.plots import kernel_backends
+
+    def bench(folder, device):
+        path = tmp_path / folder / "quant_linear.json"
+        path.parent.mkdir()
+        rows = [{"model": "m", "scheme": "w4a16", "group_size": 128, "backend": "triton", "M": m, "stack_ms": 1.0 + m,
+                 "ratio_to_M1": (1.0 + m) / 2} for m in (1, 16)]
+        path.write_text(json.dumps({"device": device, "rows": rows}))
+        return path
+
+    def panels(files):
+        fig = kernel_backends(files)
+        plt.close(fig)
+        return sorted(ax.get_title() for ax in fig.axes if ax.get_title())
+
+    cpu, gpu = bench("smoke", "cpu"), bench("h200", "NVIDIA H200")
+    assert panels([cpu, gpu]) == ["m · NVIDIA H200"]
+    assert panels([cpu]) == ["m · cpu"]  # a fresh clone's smoke run still draws
 
 
 def test_compiled_runs_get_panels_of_their_own():

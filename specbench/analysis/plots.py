@@ -261,7 +261,8 @@ def eq1(stats: pd.DataFrame):
 
 def kernel_backends(bench_files: list[Path]):
     """Per (GPU, model): the whole linear stack's time against M on log axes with each scheme's bandwidth roofline
-    (dotted, at the same run's copy bandwidth), and below it T(M)/T(1)."""
+    (dotted, at the same run's copy bandwidth), and below it T(M)/T(1). CPU files (the committed smoke run) are drawn
+    only when no GPU file is found."""
     title = ("Quantized linear layers: the whole linear stack's time against M (dotted: each scheme's roofline) and "
              "T(M)/T(1), per scheme x backend (benchmarks/bench_quant_linear.py)")
     rows = []
@@ -272,6 +273,8 @@ def kernel_backends(bench_files: list[Path]):
     if not rows:
         return no_data(title, "no quant_linear.json (run benchmarks/bench_quant_linear.py --out DIR)")
     frame = newest_lines(pd.DataFrame(rows))
+    if (frame.device != "cpu").any():
+        frame = frame[frame.device != "cpu"]
     panels = sorted(frame[["device", "model"]].drop_duplicates().itertuples(index=False))
     fig, axes = figure(3, len(panels), title)
     for col, (device, model) in enumerate(panels):
