@@ -286,9 +286,7 @@ if triton is not None:
         if DEQ >= 4 and not GEMV:  # [BN, BK/8] tiles, the weight as the first operand: BK/8 >= 16 words are whole
             # blocks of WB, so each K step moves the tile's pointers by BK/8 rows of N words
             w_tile = w_ptr + _word_offsets(k_begin // 8 + prow, cols, N, WB, True)
-        # DEQ 4-6 with groups scale each tile's product after its dot, which leaves their loads out of Triton's
-        # pipeline; with SCALES_AHEAD each K step loads the next tile's scales, so that they have a whole step to arrive
-        if SCALES_AHEAD:
+        if SCALES_AHEAD:  # the first tile's scales; each K step then loads the next one's (module docstring)
             s_next, z_next = _tile_scales(s_ptr, z_ptr, k_begin, N, cols, col_ok, HAS_ZEROS, GROUP)
         for k0 in range(k_begin, k_begin + k_len, BK):
             if DEQ >= 4 and not GEMV:
