@@ -2,8 +2,9 @@
 
 For the head layouts of Llama-3-8B (32 query heads, 8 KV heads) and -70B (64, 8), n queries (a decode step, a chain,
 a tree) against a static cache of ``--slots`` slots whose first ``--context`` are committed: microseconds per call of
-``masked_attention`` with the merge width ``merge_rows`` picks, with each width of ``--merge-rows`` forced, and of
-SDPA with the boolean mask. CUDA graph of 20 calls, median of 20 replays.
+``masked_attention`` with the merge width ``merge_rows`` picks, with each width of ``--merge-rows``, each split count
+of ``--splits`` and each partial row block of ``--row-blocks`` forced, and of SDPA with the boolean mask. CUDA
+graph of 20 calls, median of 20 replays.
 
     python -m benchmarks.bench_attention --out results/attention
 """
@@ -28,6 +29,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--context", type=int, default=256)
     parser.add_argument("--slots", type=int, default=4096)
     parser.add_argument("--merge-rows", nargs="+", type=int, default=[1, 4, 16])
+    parser.add_argument("--splits", nargs="+", type=int, default=[], help="also each of these split counts, forced")
+    parser.add_argument("--row-blocks", nargs="+", type=int, default=[], help="also each of these partial-program "
+                        "row counts (powers of two, 16-128), forced")
     args = parser.parse_args(argv)
     if args.smoke or not torch.cuda.is_available():
         parser.error("needs a GPU")
@@ -42,11 +46,15 @@ def main(argv: list[str] | None = None) -> dict:
             mask[0, 0, :, args.context : args.context + n] = torch.tril(torch.ones(n, n, dtype=torch.bool))
             prepared = attention.prepare(mask)
             row = {"model": model, "n": n}
-            widths = [("kernel_us", chosen)] + [(f"merge{w}_us", lambda *_, w=w: w) for w in args.merge_rows]
-            for label, width in widths:
-                attention.merge_rows = width
+            forced = ([("kernel_us", "merge_rows", chosen)]
+                      + [(f"merge{w}_us", "merge_rows", lambda *_, w=w: w) for w in args.merge_rows]
+                      + [(f"splits{c}_us", "split_count", lambda *_, c=c: c) for c in args.splits]
+                      + [(f"rows{b}_us", "row_block", lambda *_, b=b: b) for b in args.row_blocks])
+            for label, name, rule in forced:
+                default = getattr(attention, name)
+                setattr(attention, name, rule)
                 row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
-            attention.merge_rows = chosen
+                setattr(attention, name, default)
             row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
                                                                              enable_gqa=True))
             rows.append(row)

@@ -57,6 +57,18 @@ def test_visible_blocks_lists_the_attended_blocks_first():
     assert order.tolist() == [0, 2, 4, 1, 3]
 
 
+@pytest.mark.skipif(attention.triton is None, reason="needs triton")
+def test_the_split_count_fills_the_gpu_with_at_most_one_program_per_cache_block():
+    for slots in range(1, 5000, 37):
+        blocks = -(-slots // attention.BLOCK_N)
+        for kv_heads, row_blocks in ((8, 1), (8, 2), (8, 8), (2, 1)):
+            splits = attention.split_count(kv_heads, row_blocks, slots)
+            assert splits & (splits - 1) == 0 and 1 <= splits <= min(blocks, 16), (slots, kv_heads, row_blocks, splits)
+            assert kv_heads * row_blocks * splits <= 2 * attention.SMS
+    assert attention.split_count(8, 1, 576) == 8  # nine blocks: eight programs, not sixteen
+    assert attention.split_count(8, 1, 4096) == 16 and attention.split_count(8, 2, 4096) == 8
+
+
 def test_cpu_and_large_forwards_go_to_sdpa():
     q, k = torch.randn(1, 4, 3, 64, dtype=torch.bfloat16), torch.randn(1, 2, 16, 64, dtype=torch.bfloat16)
     mask = torch.ones(1, 1, 3, 16, dtype=torch.bool)

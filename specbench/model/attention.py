@@ -161,10 +161,17 @@ if triton is not None:
                  o.to(o_ptr.dtype.element_ty), mask=r_ok[:, None])
 
 
+def row_block(rows: int) -> int:
+    """(query, head) rows of a KV head per partial program: a power of two from 16 to 64 (a warp per 16)."""
+    return max(16, min(64, triton.next_power_of_2(rows)))
+
+
 def split_count(kv_heads: int, row_blocks: int, slots: int) -> int:
-    """Programs per (KV head, row block): about one per multiprocessor in all, at most one per cache block."""
+    """Programs per (KV head, row block): about one per multiprocessor in all, a power of two, at most one per cache
+    block."""
     want = max(1, SMS // (kv_heads * row_blocks))
-    return min(triton.next_power_of_2(want), triton.next_power_of_2(triton.cdiv(slots, BLOCK_N)), 16)
+    blocks = triton.cdiv(slots, BLOCK_N)
+    return min(triton.next_power_of_2(want), 1 << (blocks.bit_length() - 1), 16)
 
 
 @torch.library.custom_op("specbench::masked_attention", mutates_args=())
@@ -181,7 +188,7 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     if keys.stride(-1) != 1 or values.stride() != keys.stride() or q.stride(-1) != 1:
         raise ValueError("masked_attention needs K/V of one layout and contiguous head dims")
     group = h // kv_heads
-    block_m = max(16, min(64, triton.next_power_of_2(n * group)))
+    block_m = row_block(n * group)
     row_blocks = triton.cdiv(n * group, block_m)
     splits = split_count(kv_heads, row_blocks, slots)
     m = torch.empty(splits, h, n, dtype=torch.float32, device=q.device)
@@ -192,7 +199,7 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
         q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc, n,
         slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2), keys.stride(1), keys.stride(2), mask2.stride(0),
         mask2.stride(1), GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None,
-        num_warps=4, num_stages=2)
+        num_warps=max(4, block_m // 16), num_stages=2)
     out = _output(q)
     rows = h * n
     per_program = merge_rows(rows, splits, d)
