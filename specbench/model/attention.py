@@ -162,7 +162,8 @@ if triton is not None:
 
 
 def row_block(rows: int) -> int:
-    """(query, head) rows of a KV head per partial program: a power of two from 16 to 64 (a warp per 16)."""
+    """(query, head) rows of a KV head per partial program: a power of two from 16 to 64. A program has four warps,
+    or one per 16 rows past 64 (rows forced by ``benchmarks.bench_attention --row-blocks``)."""
     return max(16, min(64, triton.next_power_of_2(rows)))
 
 
