@@ -273,8 +273,9 @@ def kernel_backends(bench_files: list[Path]):
     if not rows:
         return no_data(title, "no quant_linear.json (run benchmarks/bench_quant_linear.py --out DIR)")
     frame = newest_lines(pd.DataFrame(rows))
-    if (frame.device != "cpu").any():
-        frame = frame[frame.device != "cpu"]
+    gpu = frame.device != "cpu"
+    if gpu.any():
+        frame = frame[gpu]
     panels = sorted(frame[["device", "model"]].drop_duplicates().itertuples(index=False))
     fig, axes = figure(3, len(panels), title)
     for col, (device, model) in enumerate(panels):
