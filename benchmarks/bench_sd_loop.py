@@ -12,7 +12,8 @@ runner's engine settings), in one process, each method after one warm-up generat
 4. **host overhead**: the GPU is busy for at least the graphs' isolated time, so ``1 - (d * T_d + T_v(n)) / step
    wall time`` bounds the share of a step in which it waits for the host (eager kernels between the graphs are
    counted as host time). ``--cupti`` adds a fourth generation whose device activity CUPTI records (busy time,
-   union of kernels and copies, less its prefill's); CUPTI slows the launches it records (the profiled wall is in
+   union of kernels and copies, less its prefill's) and the timeline split by ``host_gaps.device_time`` (work in
+   graphs, eager work, idle time by what ended it); CUPTI slows the launches it records (the profiled wall is in
    the row), so it runs last. ``--trace`` then records one more generation with the host's Python frames
    (``torch.profiler``, ``with_stack``) and charges every device idle gap to the frames that made it
    (``benchmarks.host_gaps``); the trace is kept gzipped beside the results. The tracer slows graph launches most:
@@ -30,7 +31,9 @@ HierSpec at the 8B shape drafts through a Llama-3.2-1B intermediate (``--interme
 from __future__ import annotations
 
 import json
+import tempfile
 import time
+from pathlib import Path
 
 import torch
 
@@ -81,15 +84,17 @@ def host_overhead(run, new_tokens: int) -> dict:
         gen = run(new_tokens)
     wall = 1e3 * gen.decode_s
     busy = (busy_ms(prof) - prefill) * gen.steps / gen.gpu_steps
+    with tempfile.TemporaryDirectory() as tmp:  # the device timeline, untraced host: ``host_gaps.device_time``
+        prof.export_chrome_trace(f"{tmp}/trace.json")
+        timeline = host_gaps.device_time(host_gaps.load(Path(f"{tmp}/trace.json")), gen.gpu_steps)
     return {"decode_wall_ms": wall, "gpu_busy_ms": busy, "fraction": 1 - busy / wall,
-            "wall_ms_per_step": wall / gen.steps}
+            "wall_ms_per_step": wall / gen.steps, "prefill_busy_ms": prefill, "device_time": timeline}
 
 
 def host_profile(run, new_tokens: int, top: int = 25) -> list[dict]:
     """The ``top`` functions by own host time (cProfile) over one generation, in microseconds per step."""
     import cProfile
     import pstats
-    from pathlib import Path
 
     profiler = cProfile.Profile()
     profiler.enable()
@@ -116,11 +121,12 @@ def traced_gaps(run, new_tokens: int, path) -> dict:
     with open(raw, "rb") as src, gzip.open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
     raw.unlink()
-    gaps = host_gaps.idle_gaps(host_gaps.load(path))
+    events = host_gaps.load(path)
+    gaps = host_gaps.idle_gaps(events)
     wall = 1e3 * gen.decode_s / gen.steps
     idle = sum(g["us"] for g in gaps) / 1e3 / gen.steps
     return {"trace": path.name, "wall_ms_per_step": wall, "idle_ms_per_step": idle,
-            "sites": host_gaps.summarize(gaps, gen.steps)}
+            "sites": host_gaps.summarize(gaps, gen.steps), "device_time": host_gaps.device_time(events, gen.steps)}
 
 
 def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
@@ -175,6 +181,17 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
     return out
 
 
+def device_time_line(t: dict) -> str:
+    """``host_gaps.device_time`` in a sentence."""
+    eager = ", ".join(f"{name} {e['us']:.1f} ({e['count']:.1f}x)" for name, e in t["eager"].items())
+    ended = ", ".join(f"{name} {us:.1f}" for name, us in t["idle_before"].items())
+    graphs = ", ".join(f"{key}: {g['launches']:.2f}/step, span {g['span_us']:.0f} µs, idle before "
+                       f"{g['idle_before_us']:.1f} µs" for key, g in t["graphs"].items())
+    return (f"{t['graph_busy']:.1f} µs in graphs, {t['eager_busy']:.1f} µs eager, {t['idle']:.1f} µs idle. Eager work "
+            f"(without launch records: all work), µs (launches): {eager}. Idle µs, by the launch that ended it: {ended}. "
+            f"Graphs on the device: {graphs}.")
+
+
 def markdown(result: dict) -> str:
     lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
@@ -206,6 +223,9 @@ def markdown(result: dict) -> str:
             hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in row.get("host_profile", [])[:10])
             lines.append(f"- {row['method']}: {parts}. Profiled wall {ho.get('wall_ms_per_step', float('nan')):.2f} "
                          f"ms/step; host own µs per step (cProfile): {hot}")
+            if "device_time" in ho:
+                lines.append(f"  - device time per step (CUPTI alone; the generation's prefill, busy "
+                             f"{ho['prefill_busy_ms']:.1f} ms, included): {device_time_line(ho['device_time'])}")
     for row in result["methods"]:
         if row.get("gaps"):
             g = row["gaps"]
@@ -216,6 +236,7 @@ def markdown(result: dict) -> str:
                       "|---|---|---|---|---|"]
             lines += [f"| {r['site']} | {r['launch']} | {r['gaps_per_step']:.2f} | {r['us_per_step']:.1f} | "
                       f"{r['max_us']:.0f} |" for r in g["sites"]]
+            lines += ["", f"Device time per step, traced: {device_time_line(g['device_time'])}"]
     return "\n".join(lines) + "\n"
 
 

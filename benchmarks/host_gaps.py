@@ -10,6 +10,9 @@ matched to the launch of the work that ends it:
 - launched before, the device waited on something else (a graph's own launch latency, an event): ``device``.
 
 The Python tracer slows the host, so the gaps are longer than in an untraced run; the sites are what to look at.
+
+``device_time`` splits the device's whole timeline instead: busy time by how the work was launched (a graph, or
+each eager operation by its kernel's name) and idle time by the launch that ended it, however short the gap.
 """
 
 from __future__ import annotations
@@ -95,3 +98,52 @@ def summarize(gaps: list[dict], steps: int, top: int = 12) -> list[dict]:
     rows = [{"site": site, "launch": launch, "gaps_per_step": n / steps, "us_per_step": us / steps, "max_us": worst}
             for (site, launch), (n, us, worst) in total.items()]
     return sorted(rows, key=lambda r: -r["us_per_step"])[:top]
+
+
+def _launch_kind(launch: dict | None, activity: dict) -> str:
+    """``graph`` for work a CUDA graph launch started, else the eager activity's name (cut to 60 characters)."""
+    if launch is not None and "GraphLaunch" in launch["name"]:
+        return "graph"
+    return activity["name"][:60]
+
+
+def device_time(events: list[dict], steps: int, top: int = 12) -> dict:
+    """Per step, µs of device time: ``graph_busy`` (work inside graph launches), ``eager_busy`` and ``idle``, with
+    the ``eager`` operations (busy µs and count per step, by kernel name) and ``idle_before`` (the idle µs ended by a
+    graph launch or by each eager operation), both largest first. Concurrent activity counts once, for what started
+    first. ``graphs``: each graph (by its kernel count and first kernel) with its launches per step, its mean span on the
+    device (first kernel's start to last one's end) and the mean idle time before its first kernel."""
+    spans = [e for e in events if e.get("ph") == "X"]
+    device = sorted((e for e in spans if e.get("cat") in DEVICE), key=lambda e: e["ts"])
+    launches = {e["args"]["correlation"]: e for e in spans
+                if e.get("cat") in RUNTIME and "correlation" in e.get("args", {})}
+    busy, count, idle = collections.Counter(), collections.Counter(), collections.Counter()
+    graphs: dict = {}  # per graph launch (its correlation id): [first start, last end, kernels, first name, idle before]
+    busy_end = None
+    for e in device:
+        corr = e.get("args", {}).get("correlation")
+        kind = _launch_kind(launches.get(corr), e)
+        end = e["ts"] + e["dur"]
+        gap = e["ts"] - busy_end if busy_end is not None and e["ts"] > busy_end else 0.0
+        if kind == "graph":
+            g = graphs.setdefault(corr, [e["ts"], end, 0, e["name"][:40], gap])
+            g[1], g[2] = max(g[1], end), g[2] + 1
+        if gap:
+            idle[kind] += gap
+        start = e["ts"] if busy_end is None else max(e["ts"], busy_end)
+        busy[kind] += max(0.0, end - start)
+        count[kind] += 1
+        busy_end = end if busy_end is None else max(busy_end, end)
+    per = lambda counter: {k: v / steps for k, v in counter.most_common(top)}  # noqa: E731
+    eager = {k: {"us": v / steps, "count": count[k] / steps}
+             for k, v in busy.most_common() if k != "graph"}
+    launched = collections.defaultdict(list)  # a graph's launches, keyed by its kernel count and first kernel
+    for first, last, kernels, name, gap in graphs.values():
+        launched[f"{kernels} kernels from {name}"].append((last - first, gap))
+    spans = {key: {"launches": len(v) / steps, "span_us": sum(t for t, _ in v) / len(v),
+                   "idle_before_us": sum(g for _, g in v) / len(v)}
+             for key, v in sorted(launched.items(), key=lambda kv: -sum(t for t, _ in kv[1]))[:top]}
+    return {"graph_busy": busy["graph"] / steps, "eager_busy": sum(v for k, v in busy.items() if k != "graph") / steps,
+            "idle": sum(idle.values()) / steps, "eager": dict(list(eager.items())[:top]),
+            "idle_before": per(idle), "graphs": spans}
+

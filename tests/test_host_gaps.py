@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 
-from benchmarks.host_gaps import idle_gaps, load, summarize
+from benchmarks.host_gaps import device_time, idle_gaps, load, summarize
 
 ROOT = "/repo/specbench/"
 
@@ -76,3 +76,21 @@ def _trace_shifted(dt):
             e["args"]["correlation"] += 10
         out.append(e)
     return out
+
+
+def test_device_time_splits_busy_by_launch_and_idle_by_what_ended_it():
+    """A (eager, 0-10), B (graph, 32-40), C (eager, 60-65), D (eager, 67-68), over two identical steps."""
+    t = device_time(_trace() + _trace_shifted(100), steps=2)
+    assert t["graph_busy"] == 8 and t["eager_busy"] == 16  # A + C + D
+    assert t["idle"] == (22 + 20 + 2 + 32 / 2)  # the gap from the first step's D to the second's A counts once
+    assert t["eager"]["A"] == {"us": 10, "count": 1} and t["eager"]["D"] == {"us": 1, "count": 1}
+    assert t["idle_before"] == {"graph": 22, "C": 20, "A": 16, "D": 2}
+    assert t["graphs"] == {"1 kernels from B": {"launches": 1, "span_us": 8, "idle_before_us": 22}}
+    overlapping = [_span("cuda_runtime", "cudaLaunchKernel", 0, 1, correlation=1),
+                   _span("kernel", "E", 0, 10, correlation=1), _span("kernel", "F", 5, 10, correlation=1)]
+    assert device_time(overlapping, steps=1)["eager"] == {"E": {"us": 10, "count": 1}, "F": {"us": 5, "count": 1}}
+    graph = [_span("cuda_runtime", "cudaGraphLaunch", 0, 1, correlation=5), _span("kernel", "G1", 3, 4, correlation=5),
+             _span("kernel", "G2", 9, 2, correlation=5)]  # one launch, two kernels with a gap inside
+    assert device_time(graph, steps=1)["graphs"] == {"2 kernels from G1": {"launches": 1, "span_us": 8,
+                                                                           "idle_before_us": 0}}
+

@@ -288,6 +288,8 @@ def test_bench_sd_loop_smoke(tmp_path):
     for name, row in rows.items():  # the traced generation is kept; a CPU has no device activity, so no gaps
         assert (tmp_path / row["gaps"]["trace"]).stat().st_size > 0 and row["gaps"]["trace"] == f"trace_{name}.json.gz"
         assert row["gaps"]["idle_ms_per_step"] == 0 and row["gaps"]["sites"] == []
+        assert row["gaps"]["device_time"] == {"graph_busy": 0, "eager_busy": 0, "idle": 0, "eager": {},
+                                              "idle_before": {}, "graphs": {}}
     assert set(rows) == {"ar", "ngram", "eagle", "hierspec", "sp"} and not any("error" in r for r in rows.values())
     assert rows["ar"]["tau"] == 1.0 and all(rows[m]["tau"] > 1.5 for m in ("eagle", "hierspec", "sp"))
     for row in rows.values():

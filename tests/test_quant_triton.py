@@ -81,6 +81,8 @@ INTERPRETED = textwrap.dedent("""
         (256, True, 1, fp16, C("dot", 64, 128, split=3, DEQ=9, uneven=True)),  # two K tiles per group
         (64, False, 1, bf16, C("gemv", 16, 128, split=3, uneven=True)),
         (128, True, 3, fp16, C("dot", 64, 128, split=2, DEQ=6, uneven=True)),  # equal splits, per-program ranges
+        (128, True, 30, fp16, C("dot", 64, 128, split=2, BM=16, DEQ=5, scales_ahead=True)),  # two row tiles per column
+        (128, False, 30, fp16, C("dot", 64, 128, split=3, BM=16, DEQ=9, uneven=True)),  # tile, K split
         (-1, True, 33, fp16, None),
         (256, True, 130, fp16, None),  # past the split-K range: one split
     ]
