@@ -134,16 +134,14 @@ def device_time(events: list[dict], steps: int, top: int = 12) -> dict:
         busy[kind] += max(0.0, end - start)
         count[kind] += 1
         busy_end = end if busy_end is None else max(busy_end, end)
-    per = lambda counter: {k: v / steps for k, v in counter.most_common(top)}  # noqa: E731
-    eager = {k: {"us": v / steps, "count": count[k] / steps}
-             for k, v in busy.most_common() if k != "graph"}
+    eager = {k: {"us": v / steps, "count": count[k] / steps} for k, v in busy.most_common() if k != "graph"}
     launched = collections.defaultdict(list)  # a graph's launches, keyed by its kernel count and first kernel
     for first, last, kernels, name, gap in graphs.values():
         launched[f"{kernels} kernels from {name}"].append((last - first, gap))
-    spans = {key: {"launches": len(v) / steps, "span_us": sum(t for t, _ in v) / len(v),
-                   "idle_before_us": sum(g for _, g in v) / len(v)}
-             for key, v in sorted(launched.items(), key=lambda kv: -sum(t for t, _ in kv[1]))[:top]}
+    per_graph = {key: {"launches": len(v) / steps, "span_us": sum(t for t, _ in v) / len(v),
+                       "idle_before_us": sum(g for _, g in v) / len(v)}
+                 for key, v in sorted(launched.items(), key=lambda kv: -sum(t for t, _ in kv[1]))[:top]}
     return {"graph_busy": busy["graph"] / steps, "eager_busy": sum(v for k, v in busy.items() if k != "graph") / steps,
             "idle": sum(idle.values()) / steps, "eager": dict(list(eager.items())[:top]),
-            "idle_before": per(idle), "graphs": spans}
+            "idle_before": {k: v / steps for k, v in idle.most_common(top)}, "graphs": per_graph}
 
