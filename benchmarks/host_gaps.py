@@ -58,13 +58,19 @@ class _Stacks:
         return tuple(mine[-depth:])
 
 
-def idle_gaps(events: list[dict], min_us: float = 5.0, depth: int = 3, scope: str = "specbench/") -> list[dict]:
-    """Every device idle gap over ``min_us``: start (µs), length, ``site`` (the host's ``depth`` innermost ``scope``
-    frames when the device went idle, or ``device``) and ``launch`` (the frames that launched the work ending it)."""
+def _activity(events: list[dict]) -> tuple[list[dict], list[dict], dict]:
+    """(every span, the device's activity in time order, the runtime's launches by correlation id)."""
     spans = [e for e in events if e.get("ph") == "X"]
     device = sorted((e for e in spans if e.get("cat") in DEVICE), key=lambda e: e["ts"])
     launches = {e["args"]["correlation"]: e for e in spans
                 if e.get("cat") in RUNTIME and "correlation" in e.get("args", {})}
+    return spans, device, launches
+
+
+def idle_gaps(events: list[dict], min_us: float = 5.0, depth: int = 3, scope: str = "specbench/") -> list[dict]:
+    """Every device idle gap over ``min_us``: start (µs), length, ``site`` (the host's ``depth`` innermost ``scope``
+    frames when the device went idle, or ``device``) and ``launch`` (the frames that launched the work ending it)."""
+    spans, device, launches = _activity(events)
     host = collections.Counter(e["tid"] for e in launches.values()).most_common(1)
     python = [e for e in spans if e.get("cat") == "python_function" and host and e["tid"] == host[0][0]]
     pending = []  # (gap start, gap length, launch time or None, next activity)
@@ -113,10 +119,7 @@ def device_time(events: list[dict], steps: int, top: int = 12) -> dict:
     graph launch or by each eager operation), both largest first. Concurrent activity counts once, for what started
     first. ``graphs``: each graph (by its kernel count and first kernel) with its launches per step, its mean span on the
     device (first kernel's start to last one's end) and the mean idle time before its first kernel."""
-    spans = [e for e in events if e.get("ph") == "X"]
-    device = sorted((e for e in spans if e.get("cat") in DEVICE), key=lambda e: e["ts"])
-    launches = {e["args"]["correlation"]: e for e in spans
-                if e.get("cat") in RUNTIME and "correlation" in e.get("args", {})}
+    _, device, launches = _activity(events)
     busy, count, idle = collections.Counter(), collections.Counter(), collections.Counter()
     graphs: dict = {}  # per graph launch (its correlation id): [first start, last end, kernels, first name, idle before]
     busy_end = None
@@ -144,4 +147,3 @@ def device_time(events: list[dict], steps: int, top: int = 12) -> dict:
     return {"graph_busy": busy["graph"] / steps, "eager_busy": sum(v for k, v in busy.items() if k != "graph") / steps,
             "idle": sum(idle.values()) / steps, "eager": dict(list(eager.items())[:top]),
             "idle_before": {k: v / steps for k, v in idle.most_common(top)}, "graphs": per_graph}
-

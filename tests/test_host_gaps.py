@@ -93,4 +93,3 @@ def test_device_time_splits_busy_by_launch_and_idle_by_what_ended_it():
              _span("kernel", "G2", 9, 2, correlation=5)]  # one launch, two kernels with a gap inside
     assert device_time(graph, steps=1)["graphs"] == {"2 kernels from G1": {"launches": 1, "span_us": 8,
                                                                            "idle_before_us": 0}}
-
