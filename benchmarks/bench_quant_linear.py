@@ -1,7 +1,8 @@
 """Quantized-linear microbenchmark: agreement with ``reference`` and the M-sweep T(M)/T(1) per scheme x backend.
 
 For Llama-3-8B and -70B, each distinct linear shape (q, k, v, o, gate, up, down) is timed with CUDA events over
-CUDA-graph replays (median of >= 20) on enough weight copies to defeat L2, and the layer stack is approximated
+CUDA-graph replays (median of >= 20) on enough weight copies to defeat L2 (cycled to ``tune.GRAPH_LAUNCHES`` launches
+a graph at least), and the layer stack is approximated
 as the per-shape sum times the layer count. Bandwidth at M=1 is compared with a device-to-device copy measured
 in the same run. ``--smoke`` runs tiny shapes on CPU (reference and dense only) to check the script itself.
 
@@ -37,7 +38,7 @@ from specbench.quantization import (
     BACKENDS, QuantLinear, UnsupportedBackendError, get_scheme, quantize_rtn, save_gemlite_cache,
 )
 from specbench.quantization.backends import gemlite as gemlite_backend
-from specbench.quantization.tune import MODELS, model_shapes
+from specbench.quantization.tune import MODELS, launch_cycle, model_shapes
 
 MS = DEFAULT_BUCKETS  # the M of every decode / verify forward: the CUDA-graph buckets
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
@@ -154,7 +155,8 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
             if time.monotonic() > deadline:
                 return f"time share spent at {model} M={m}"
             x = torch.randn(m, k, device=device, dtype=dtype)
-            fn = lambda: [layer(x) for layer in copies[k, n]]  # noqa: E731
+            launched = launch_cycle(copies[k, n]) if device == "cuda" else copies[k, n]
+            fn = lambda: [layer(x) for layer in launched]  # noqa: E731
             t_warm = time.monotonic()
             with torch.no_grad():
                 fn()  # untimed: compiles / autotunes this shape at this M
@@ -162,7 +164,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
                     torch.cuda.synchronize()
                 warm_s += time.monotonic() - t_warm
                 t, g = timed(fn, device, replays)
-            per_key[k, n] = t / len(copies[k, n])
+            per_key[k, n] = t / len(launched)
             graphed &= g
         per_shape = {label: per_key[k, n] for label, k, n in shapes}
         stack = sum(per_shape.values()) * layers

@@ -350,3 +350,14 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
     table = {"command": "tune --zero-points", "entries": {}, "errors": []}
     carry_over(table, old, [("w4a16", 8192, 8192, 128, 64)], zero_points=True)
     assert "w4a16 8192x8192 g128 M=64: 3 candidates skipped" in table["errors"]
+
+
+def test_timed_graphs_cycle_the_weight_copies_to_enough_launches():
+    """A timed graph launches every copy in turn, whole passes only, at least ``GRAPH_LAUNCHES`` times in all."""
+    from specbench.quantization.tune import GRAPH_LAUNCHES, launch_cycle
+
+    for copies in (["a"], ["a", "b", "c"], list(range(GRAPH_LAUNCHES)), list(range(GRAPH_LAUNCHES + 3))):
+        cycle = launch_cycle(copies)
+        assert len(cycle) >= GRAPH_LAUNCHES and len(cycle) % len(copies) == 0
+        assert cycle[:len(copies)] == copies and cycle == copies * (len(cycle) // len(copies))
+        assert len(cycle) < GRAPH_LAUNCHES + len(copies)

@@ -449,8 +449,9 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     if m == 0:
         return torch.empty(m, n, dtype=x.dtype, device=x.device)
     y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
-    # column tiles on the grid's x axis: the same config launched as (row tiles, column tiles, split) ran the 70B
-    # gate/up projection at M = 16 30 % slower (docs/benchmarks.md, session 30)
+    # column tiles on the grid's x axis. Launched as (row tiles, column tiles, split), the 70B gate/up projection at
+    # M = 16 ran 30 % slower in session 30, but session 31 saw that slowdown in some processes with this order too
+    # (docs/benchmarks.md), so the order is kept, not shown to matter
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),

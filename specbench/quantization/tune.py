@@ -50,6 +50,9 @@ MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instr
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
+# launches per timed graph at least, cycling over the weight copies: a graph replay's own start added 5-11 µs to a
+# graph of one 70B launch (docs/benchmarks.md, session 31), which a forward's back-to-back kernels do not pay
+GRAPH_LAUNCHES = 8
 SPLITS = (1, 2, 3, 4, 5, 6, 7, 8, 12, 16)  # uneven ones too (``splitk``): grids of whole waves
 KERNEL_SCHEMES = ("w4a16", "w8a8_int8", "w4a8")
 
@@ -172,8 +175,15 @@ def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
     return packed, scales
 
 
+def launch_cycle(copies: list) -> list:
+    """``copies`` repeated to at least ``GRAPH_LAUNCHES`` items (each pass over them still defeats L2)."""
+    return copies * -(-GRAPH_LAUNCHES // len(copies))
+
+
 def time_config(run_one, weights: list[tuple], replays: int) -> float:
-    """Median ms of one ``run_one(weight)`` launch, from CUDA-graph replays over all ``weights``."""
+    """Median ms of one ``run_one(weight)`` launch, from CUDA-graph replays over all ``weights``, cycled to at least
+    ``GRAPH_LAUNCHES`` launches."""
+    weights = launch_cycle(weights)
     run = lambda: [run_one(w) for w in weights]  # noqa: E731
     run()
     torch.cuda.synchronize()
