@@ -6,8 +6,9 @@
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
-replays over enough weight copies to defeat L2 (median of ``--replays``; the int8-activation kernels on pre-quantized
-activations, since the activation-quant kernel is the same for every candidate); the fastest goes into
+replays over enough weight copies to defeat L2, at least ``GRAPH_LAUNCHES`` launches a graph (median of ``--replays``;
+the int8-activation kernels on pre-quantized activations, since the activation-quant kernel is the same for every
+candidate); the fastest goes into
 ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what it
 gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int8 activations, the per-token
 fake-quantized input) on fresh random data. The five fastest are timed again, three rounds in turn, and the
