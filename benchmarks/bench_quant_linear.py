@@ -150,7 +150,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
     total_bytes = sum(size[k, n] for _, k, n in shapes) * layers
     base = None
     for m in ms:
-        per_key, graphed, warm_s = {}, True, 0.0
+        per_key, launches, graphed, warm_s = {}, {}, True, 0.0
         for k, n in keys:
             if time.monotonic() > deadline:
                 return f"time share spent at {model} M={m}"
@@ -165,6 +165,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
                 warm_s += time.monotonic() - t_warm
                 t, g = timed(fn, device, replays)
             per_key[k, n] = t / len(launched)
+            launches[f"{k}x{n}"] = {"copies": len(copies[k, n]), "launches": len(launched)}
             graphed &= g
         per_shape = {label: per_key[k, n] for label, k, n in shapes}
         stack = sum(per_shape.values()) * layers
@@ -172,6 +173,7 @@ def sweep(scheme: str, group: int, backend: str, model: str, shapes, layers: int
         row = {"model": model, "scheme": scheme, "group_size": group, "backend": backend, **info, "M": m,
                "dtype": str(dtype).removeprefix("torch."),
                "stack_ms": stack, "ratio_to_M1": stack / base, "per_shape_ms": per_shape, "graph": graphed,
+               "timed_launches": launches,  # per shape: weight copies, and launches in each timed graph
                "weight_bytes": total_bytes, "zero_points": backend != "dense" and not sym}
         if backend == "gemlite":
             row["gemlite"] = {f"{k}x{n}": gemlite_backend.kernel_choice(copies[k, n][0].kernel, m) for k, n in keys}

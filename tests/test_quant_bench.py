@@ -18,6 +18,9 @@ def test_bench_smoke_writes_json_and_markdown(tmp_path):
     assert len(saved["agreement"]) == len(VARIANTS) and all(a["ok"] for a in saved["agreement"])
     rows = [r for r in saved["rows"] if r["backend"] == "reference"]
     assert len(rows) == 4 * len(VARIANTS) and all(r["stack_ms"] > 0 for r in rows)
+    # the CPU times each shape's one layer eagerly, once a call: no copies to cycle
+    assert all(r["timed_launches"] == {"128x128": {"copies": 1, "launches": 1}, "256x128": {"copies": 1, "launches": 1}}
+               for r in rows)
     assert all(r["ratio_to_M1"] == 1.0 and r["bandwidth_vs_copy"] > 0 for r in saved["rows"] if r["M"] == 1)
     table = (tmp_path / "quant_linear.md").read_text()
     assert "| smoke | w4a16 g128 | reference |" in table and result["device"] == "cpu"
