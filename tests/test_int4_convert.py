@@ -184,3 +184,18 @@ def test_plane_path_compiles_for_sm90_and_costs_fewer_instructions_per_weight_th
     args = ["--BM", "16", "--BN", "128", "--BK", "128", "--warps", "4"]
     scaled, plain = main(args + ["--deq", "9", "--zeros"]), main(args + ["--deq", "5"])
     assert scaled < 1.45 * plain, (scaled, plain)
+
+
+def test_programs_per_sm_follow_the_register_and_shared_memory_allocation():
+    """sm_90's allocation, against what the H200 reported (cuOccupancyMaxActiveBlocksPerMultiprocessor, session 31
+    call 6): 255 registers and 66,560 bytes -> 2 programs of 4 warps; 127 and 29,184 -> 4; 167 and 74,240 -> 3."""
+    pytest.importorskip("triton")
+    from tools.int4_sass import programs_per_sm
+
+    def fit(registers, shared, warps=4):
+        return min(programs_per_sm(registers, shared, warps).values())
+
+    assert fit(255, 66560) == 2 and fit(127, 29184) == 4 and fit(167, 74240) == 3
+    assert programs_per_sm(168, 0, 4)["registers"] == 3 and programs_per_sm(182, 0, 4)["registers"] == 2
+    assert programs_per_sm(32, 115 * 1024, 4)["shared"] == 1  # two would need 232 KB with the driver's 1 KB each
+    assert programs_per_sm(32, 0, 8)["warps"] == 8

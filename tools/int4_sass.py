@@ -1,11 +1,13 @@
 """Count the SASS instructions of the Triton w4a16 kernel's K loop per weight, compiled for sm_90 without a GPU.
 
     python -m tools.int4_sass --BM 16 --BN 256 --BK 128 --warps 4 --deq 3 [--gemv] [--channel] [--zeros] [--fp16]
-        [--uneven] [--scales-ahead]
+        [--uneven] [--scales-ahead] [--whole-k]
 
 Triton compiles the kernel ahead of time for an H100/H200 target (its bundled ptxas); nvdisasm lists the cubin and
 the largest loop (a backward branch) is counted: instructions per weight and thread = loop instructions /
-(BK * BN / threads), the issue cost that bounds a kernel streaming int4 weights (docs/quantization.md).
+(BK * BN / threads), the issue cost that bounds a kernel streaming int4 weights (docs/quantization.md). A second
+line gives the build's registers, spills and shared memory, and how many programs fit on a multiprocessor by each.
+``--whole-k`` builds the kernel as a config without a K split runs it (no partial sums).
 """
 
 from __future__ import annotations
@@ -27,12 +29,26 @@ POINTERS = ("x_ptr", "w_ptr", "s_ptr", "z_ptr", "y_ptr", "part_ptr", "count_ptr"
 INTS = ("M", "N", "K", "stride_xm", "stride_ym")
 
 
-def compile_sm90(args) -> bytes:
-    """The cubin for these constexprs; pointers and N, K, strides divisible by 16, as Triton specializes them."""
+REGISTERS_PER_SM, SHARED_PER_SM, SHARED_PER_PROGRAM = 65536, 228 * 1024, 1024  # sm_90; the driver keeps 1 KB a block
+MAX_WARPS_PER_SM = 64
+
+
+def programs_per_sm(registers: int, shared: int, warps: int) -> dict[str, int]:
+    """Programs of ``warps`` warps that fit on one sm_90 multiprocessor by registers (allocated per warp in units of
+    256), by shared memory (``shared`` bytes a program, at the largest carveout) and by warp slots."""
+    per_warp = -(-registers * 32 // 256) * 256
+    return {"registers": REGISTERS_PER_SM // per_warp // warps,
+            "shared": SHARED_PER_SM // (shared + SHARED_PER_PROGRAM),
+            "warps": MAX_WARPS_PER_SM // warps}
+
+
+def compile_sm90(args):
+    """The compiled kernel for these constexprs; pointers and N, K, strides divisible by 16, as Triton specializes
+    them."""
     act = "fp16" if args.fp16 else "bf16"
     types = [f"*{act}", "*i32", f"*{act}", f"*{act}", f"*{act}", "*fp32", "*i32"]
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
-    const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=True,
+    const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=not args.whole_k,
                  GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
                  WB=16, UNIT=args.BK, UNEVEN=args.uneven, SCALES_AHEAD=args.scales_ahead)
     sig.update({name: "constexpr" for name in const})
@@ -41,7 +57,7 @@ def compile_sm90(args) -> bytes:
                     attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": args.warps, "num_stages": args.stages})
-    return kernel.asm["cubin"]
+    return kernel
 
 
 def largest_loop(sass: str) -> collections.Counter:
@@ -64,15 +80,20 @@ def main(argv: list[str] | None = None) -> float:
     for name, default in (("BM", 16), ("BN", 256), ("BK", 128), ("warps", 4), ("stages", 3), ("deq", 3)):
         parser.add_argument(f"--{name}", type=int, default=default)
     # uneven: split K ranges of unequal length; scales-ahead: DEQ 4-6 load the next tile's scales a K step early
-    for flag in ("gemv", "channel", "zeros", "fp16", "uneven", "scales-ahead"):
+    # whole-k: one program per output tile, no partial sums (configs with split 1)
+    for flag in ("gemv", "channel", "zeros", "fp16", "uneven", "scales-ahead", "whole-k"):
         parser.add_argument(f"--{flag}", action="store_true")
     parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)
+    kernel = compile_sm90(args)
+    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(compile_sm90(args))
+        f.write(kernel.asm["cubin"])
         f.flush()
-        nvdisasm = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")
-        sass = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True, check=True).stdout
+        sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", f.name], capture_output=True, text=True,
+                              check=True).stdout
+        usage = subprocess.run([os.path.join(tools, "cuobjdump"), "-res-usage", f.name], capture_output=True,
+                               text=True, check=True).stdout
     if args.sass:
         with open(args.sass, "w") as out:
             out.write(sass)
@@ -80,6 +101,11 @@ def main(argv: list[str] | None = None) -> float:
     per_weight = sum(loop.values()) / (args.BK * args.BN / (32 * args.warps))
     print(f"{sum(loop.values())} instructions per K step, {per_weight:.2f} per weight and thread; "
           + ", ".join(f"{op} {n}" for op, n in loop.most_common(12)))
+    registers, spilled = (int(re.search(rf"{key}:(\d+)", usage).group(1)) for key in ("REG", "LOCAL"))
+    fits = programs_per_sm(registers, kernel.metadata.shared, args.warps)
+    print(f"{registers} registers, {spilled} bytes spilled a thread, {kernel.metadata.shared} bytes of shared memory; "
+          f"programs per SM by registers {fits['registers']}, by shared memory {fits['shared']}, by warps "
+          f"{fits['warps']}")
     return per_weight
 
 
