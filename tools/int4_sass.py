@@ -48,8 +48,8 @@ def compile_sm90(args):
     act = "fp16" if args.fp16 else "bf16"
     types = [f"*{act}", "*i32", f"*{act}", f"*{act}", f"*{act}", "*fp32", "*i32"]
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
-    const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros, SPLIT_K=not args.whole_k,
-                 GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
+    const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros,
+                 SPLIT_K=not args.whole_k, GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
                  WB=16, UNIT=args.BK, UNEVEN=args.uneven, SCALES_AHEAD=args.scales_ahead)
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
@@ -58,6 +58,23 @@ def compile_sm90(args):
     kernel = triton.compile(src, target=GPUTarget("cuda", 90, 32),
                             options={"num_warps": args.warps, "num_stages": args.stages})
     return kernel
+
+
+def _bundled(tool: str) -> str:
+    """The path of one of Triton's bundled CUDA tools (nvdisasm, cuobjdump)."""
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", tool)
+
+
+def resources(kernel, warps: int) -> dict:
+    """A compiled kernel's registers, spilled bytes a thread and shared memory, and ``programs_per_sm``."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        usage = subprocess.run([_bundled("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True,
+                               check=True).stdout
+    registers, spilled = (int(re.search(rf"{key}:(\d+)", usage).group(1)) for key in ("REG", "LOCAL"))
+    return {"registers": registers, "spilled": spilled, "shared": kernel.metadata.shared,
+            "per_sm": programs_per_sm(registers, kernel.metadata.shared, warps)}
 
 
 def largest_loop(sass: str) -> collections.Counter:
@@ -86,14 +103,10 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)
     kernel = compile_sm90(args)
-    tools = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin")
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(kernel.asm["cubin"])
         f.flush()
-        sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", f.name], capture_output=True, text=True,
-                              check=True).stdout
-        usage = subprocess.run([os.path.join(tools, "cuobjdump"), "-res-usage", f.name], capture_output=True,
-                               text=True, check=True).stdout
+        sass = subprocess.run([_bundled("nvdisasm"), "-c", f.name], capture_output=True, text=True, check=True).stdout
     if args.sass:
         with open(args.sass, "w") as out:
             out.write(sass)
@@ -101,10 +114,10 @@ def main(argv: list[str] | None = None) -> float:
     per_weight = sum(loop.values()) / (args.BK * args.BN / (32 * args.warps))
     print(f"{sum(loop.values())} instructions per K step, {per_weight:.2f} per weight and thread; "
           + ", ".join(f"{op} {n}" for op, n in loop.most_common(12)))
-    registers, spilled = (int(re.search(rf"{key}:(\d+)", usage).group(1)) for key in ("REG", "LOCAL"))
-    fits = programs_per_sm(registers, kernel.metadata.shared, args.warps)
-    print(f"{registers} registers, {spilled} bytes spilled a thread, {kernel.metadata.shared} bytes of shared memory; "
-          f"programs per SM by registers {fits['registers']}, by shared memory {fits['shared']}, by warps "
+    used = resources(kernel, args.warps)
+    fits = used["per_sm"]
+    print(f"{used['registers']} registers, {used['spilled']} bytes spilled a thread, {used['shared']} bytes of shared "
+          f"memory; programs per SM by registers {fits['registers']}, by shared memory {fits['shared']}, by warps "
           f"{fits['warps']}")
     return per_weight
 

@@ -2,11 +2,9 @@
 table entry of the Llama-3 8B/70B shapes, with each entry's grid size."""
 import json, math, sys
 from types import SimpleNamespace
-from tools.int4_sass import compile_sm90, programs_per_sm
-import subprocess, tempfile, os, re, triton
+from tools.int4_sass import compile_sm90, resources
 
 table = json.load(open("specbench/quantization/tables/h200.json"))["entries"]
-cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 rows = []
 for key, buckets in table.items():
     shape, kind = key.split(":")[0], key.split(":", 1)[1]
@@ -24,11 +22,8 @@ for key, buckets in table.items():
         except Exception as err:
             print(key, m, "compile failed", type(err).__name__, flush=True)
             continue
-        with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-            f.write(kern.asm["cubin"]); f.flush()
-            usage = subprocess.run([cuobjdump, "-res-usage", f.name], capture_output=True, text=True).stdout
-        regs = int(re.search(r"REG:(\d+)", usage).group(1))
-        fits = programs_per_sm(regs, kern.metadata.shared, args.warps)
+        used = resources(kern, args.warps)
+        regs, fits = used["registers"], used["per_sm"]
         per_sm = min(fits.values())
         bm = 1 if args.gemv or c.get("DEQ") in (7, 8) else args.BM
         programs = math.ceil(n / args.BN) * math.ceil(int(m) / bm) * c.get("split", 1)
