@@ -1,0 +1,216 @@
+"""Prototype (session 32, not run on a GPU): a W4A16 g128 kernel in Gluon whose dequantization overlaps the wgmma.
+
+Triton 3.6's pipeliner waits for each register-operand wgmma before the next K step (``int4_kernel``'s docstring),
+so the committed kernel dequantizes and multiplies in turn; at M = 32-64 that is where T(M)/T(1) goes (#15). Gluon
+lets the kernel keep one K step's wgmmas in flight while it dequantizes the next:
+
+- y.T = W x.T per program: a [BN, BM] float32 accumulator in the wgmma layout (four warps, BN a multiple of 64, BM the
+  instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs atomically
+  into a float32 output).
+- The packed words of a K step (specbench's ``blocked`` storage: 16 words per column per 128 inputs) are loaded
+  straight into the wgmma A-operand layout (``DotOperandLayout``, two K-adjacent values per register), so nibble
+  plane j of them, made by ``int4_convert.pair_asm`` (16 values in 32 instructions, the scale applied), already is
+  the A operand of the 16 inputs 16j..16j+15 of the 128-block: no shuffle, no shared memory for the weight.
+- x's 128 inputs of the step go to shared memory as one [BM, 128] tile (128-byte swizzle); the B operand of plane j
+  is a transposed view of its 16 columns. (Eight [BM, 16] tiles took nine barriers a K step, this one two.)
+- Step i issues its eight wgmmas asynchronously, then waits until only those are in flight: step i - 1's are done,
+  so its x buffer is free again (two alternate). The next step's words and scales are loaded one step ahead.
+- ptxas gives the planes of the wgmmas in flight registers of their own; where it cannot, it serializes the wgmmas
+  and says so (C7511-C7515 in ``ptxas -v``, which ``--compile-only`` prints). The accumulator leaves through a layout
+  conversion: converting the wgmma layout to 16 bits directly made ptxas serialize every wgmma (C7514).
+
+    python gluon_w4a16.py --compile-only     # build for sm_90 on the CPU (Triton 3.6: PYTHONPATH=<triton 3.6 dir>);
+                                             # ptxas's registers and whether it serialized the wgmmas
+    python gluon_w4a16.py OUT.json           # GPU: agreement with the committed kernel, and µs against it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
+
+from specbench.quantization.int4_convert import pair_asm
+
+ASM_FP16: gl.constexpr = gl.constexpr(pair_asm("fp16", scale=True))
+ASM_BF16: gl.constexpr = gl.constexpr(pair_asm("bf16", scale=True))
+CONSTRAINTS: gl.constexpr = gl.constexpr("=r," * 8 + "r,r,r,r")
+
+
+@gluon.jit
+def _planes(words, zoff, scale, BF16: gl.constexpr):
+    d = zoff.dtype
+    return gl.inline_asm_elementwise(ASM_BF16 if BF16 else ASM_FP16, CONSTRAINTS, [words, zoff, scale],
+                                     dtype=(d, d, d, d, d, d, d, d), is_pure=True, pack=2)
+
+
+@gluon.jit
+def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym,
+                       BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr, BF16: gl.constexpr,
+                       num_warps: gl.constexpr):
+    pid_n = gl.program_id(0)
+    pid_m = gl.program_id(1)
+    pid_k = gl.program_id(2)
+    sixteen: gl.constexpr = gl.bfloat16 if BF16 else gl.float16
+    mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                  instr_shape=[16, BM, 16])
+    a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
+    x_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [num_warps, 1], [1, 0])
+    x_shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
+    x_smem = gl.allocate_shared_memory(sixteen, [2, BM, 128], x_shared)  # two buffers of a step's 128 inputs
+
+    cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, a_layout))
+    word = gl.arange(0, 16, layout=gl.SliceLayout(0, a_layout))
+    w_offsets = cols[:, None] * 16 + word[None, :]
+    w_ok = (cols < N)[:, None]
+    xrows = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, x_layout))
+    xk = gl.arange(0, 128, layout=gl.SliceLayout(0, x_layout))
+    x_rows = x_ptr + xrows[:, None] * stride_xm + xk[None, :]
+    x_ok = (xrows < M)[:, None]
+
+    steps = K // 128 // SPLIT
+    first = pid_k * steps
+    zoff = gl.full([BN, 16], 136.0 if BF16 else 1032.0, sixteen, layout=a_layout)  # off + 8, symmetric codes
+    words = gl.load(w_ptr + first * N * 16 + w_offsets, mask=w_ok, other=0)
+    scale = gl.load(s_ptr + first * N + cols, mask=cols < N, other=0.0)
+    acc = gl.zeros([BN, BM], gl.float32, layout=mma)
+    for i in range(steps):
+        kb = first + i
+        x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; the wait of step i - 1 saw them done
+        x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
+        fence_async_shared()
+        more = i + 1 < steps
+        next_words = gl.load(w_ptr + (kb + 1) * N * 16 + w_offsets, mask=w_ok & more, other=0)
+        next_scale = gl.load(s_ptr + (kb + 1) * N + cols, mask=(cols < N) & more, other=0.0)
+        p = _planes(words, zoff, gl.broadcast(scale[:, None], zoff)[0], BF16)
+        for j in gl.static_range(8):
+            acc = warpgroup_mma(p[j], x_buf.slice(16 * j, 16, dim=1).permute((1, 0)), acc, is_async=True)
+        # step i - 1's wgmmas are done; ptxas keeps this step's planes in registers of their own until its are
+        acc = warpgroup_mma_wait(num_outstanding=8, deps=(acc,))
+        words, scale = next_words, next_scale
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+
+    out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [16, 2], [1, num_warps], [0, 1])  # [BN, BM], columns of y contiguous
+    out = gl.convert_layout(acc, out_layout)
+    out_cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, out_layout))
+    out_rows = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(0, out_layout))
+    where = y_ptr + out_rows[None, :] * stride_ym + out_cols[:, None]
+    ok = (out_rows < M)[None, :] & (out_cols < N)[:, None]
+    if SPLIT == 1:
+        gl.store(where, out.to(y_ptr.dtype.element_ty), mask=ok)
+    else:
+        gl.atomic_add(where, out, mask=ok)
+
+
+def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int = 128, split: int = 1) -> torch.Tensor:
+    """``x @ W.T`` for a symmetric g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``)."""
+    m, k = x.shape
+    n = packed.shape[1]
+    bm = max(16, triton.next_power_of_2(m))
+    if k % (128 * split) or bm > 64 or bn % 64:
+        raise ValueError(f"K={k} split {split}, M={m}, BN={bn}: K must be whole 128-blocks per split, M <= 64, "
+                         "BN a multiple of 64")
+    y = (torch.empty if split == 1 else torch.zeros)(m, n, device=x.device,
+                                                     dtype=x.dtype if split == 1 else torch.float32)
+    w4a16_wgmma_kernel[(triton.cdiv(n, bn), triton.cdiv(m, bm), split)](
+        x, packed, scales, y, m, n, k, x.stride(0), y.stride(0), BN=bn, BM=bm, SPLIT=split,
+        BF16=x.dtype == torch.bfloat16, num_warps=4)
+    return y.to(x.dtype)
+
+
+def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False):
+    """The kernel built for sm_90 without a GPU; returns the compiled kernel."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    act = "bf16" if bf16 else "fp16"
+    sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "y_ptr": f"*{act}" if split == 1 else "*fp32",
+           "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32", "stride_ym": "i32",
+           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "BF16": "constexpr", "num_warps": "constexpr"}
+    const = {"BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "num_warps": 4}
+    divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "K", "stride_xm", "stride_ym")]
+    src = GluonASTSource(fn=w4a16_wgmma_kernel, signature=sig, constexprs=const,
+                         attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 1})
+
+
+def ptxas_report(kernel) -> str:
+    """ptxas -v on the kernel's PTX: its registers and any note that it serialized the wgmmas."""
+    import os
+    import subprocess
+    import tempfile
+
+    from tools.int4_sass import _bundled
+
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx = os.path.join(tmp, "k.ptx")
+        open(ptx, "w").write(kernel.asm["ptx"])
+        out = subprocess.run([_bundled("ptxas"), "-arch=sm_90a", "-v", ptx, "-o", os.path.join(tmp, "k.cubin")],
+                             capture_output=True, text=True)
+    lines = (out.stdout + out.stderr).splitlines()
+    return "; ".join(line.split("ptxas info    : ")[-1] for line in lines if "C75" in line or "Used" in line)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?")
+    parser.add_argument("--compile-only", action="store_true")
+    args = parser.parse_args(argv)
+    if args.compile_only:
+        for bm, bn, split in [(16, 128, 1), (32, 128, 2), (64, 128, 1), (32, 256, 1), (64, 64, 4)]:
+            print(f"BM {bm} BN {bn} split {split}:", ptxas_report(compile_sm90(bm, bn, split)), flush=True)
+        return
+    from specbench.decoding.graphs import GraphedCall
+    from specbench.quantization import get_scheme, quantize_rtn
+    from specbench.quantization.linear import QuantLinear
+    from specbench.timing.timer import time_calls
+
+    shapes = {"70b_qkv": (10240, 8192), "70b_o": (8192, 8192), "70b_gate_up": (57344, 8192), "70b_down": (8192, 28672),
+              "8b_qkv": (6144, 4096), "8b_o": (4096, 4096), "8b_gate_up": (28672, 4096), "8b_down": (4096, 14336)}
+    rows = []
+    for name, (n, k) in shapes.items():
+        copies = max(2, min(32, -(-200_000_000 // (n * k // 2))))  # 200 MB of weights a graph: past L2
+        layers = [QuantLinear(quantize_rtn(torch.randn(n, k, device="cuda", dtype=torch.float16) * 0.02,
+                                           get_scheme("w4a16"), 128, True), None, "triton", torch.float16)
+                  for _ in range(copies)]
+        for m in (16, 32, 64):
+            x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+            ref = layers[0](x).float()
+            row = {"shape": name, "M": m, "copies": copies}
+            for bn in (128, 256):
+                for split in (1, 2, 4, 8):
+                    if k % (128 * split) or (n // bn) * split > 4 * 132 or (n // bn) * split < 66:
+                        continue
+                    try:
+                        got = launch(x, layers[0].kernel.packed, layers[0].kernel.scales, bn, split).float()
+                        err = ((got - ref).norm() / ref.norm()).item()
+                        fn = lambda: [launch(x, q.kernel.packed, q.kernel.scales, bn, split) for q in layers]  # noqa: E731
+                        fn()
+                        graph = GraphedCall(fn)
+                        graph()
+                        us = time_calls(graph, "cuda", replays=20, warmup=3).median_ms * 1e3 / copies
+                        row[f"gluon_bn{bn}_s{split}"] = {"us": round(us, 2), "rel_err": err}
+                    except Exception as e:  # a prototype: record what failed and go on
+                        row[f"gluon_bn{bn}_s{split}"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            fn = lambda: [q(x) for q in layers]  # noqa: E731
+            fn()
+            graph = GraphedCall(fn)
+            graph()
+            row["committed_us"] = round(time_calls(graph, "cuda", replays=20, warmup=3).median_ms * 1e3 / copies, 2)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+        del layers
+        torch.cuda.empty_cache()
+    if args.out:
+        json.dump({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+                   "rows": rows}, open(args.out, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
