@@ -4,8 +4,8 @@ Triton 3.6's pipeliner waits for each register-operand wgmma before the next K s
 so the committed kernel dequantizes and multiplies in turn; at M = 32-64 that is where T(M)/T(1) goes (#15). Gluon
 lets the kernel keep one K step's wgmmas in flight while it dequantizes the next:
 
-- y.T = W x.T per program: a [BN, BM] float32 accumulator in the wgmma layout (four warps, BN a multiple of 64, BM the
-  instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs atomically
+- y.T = W x.T per program: a [BN, BM] float32 accumulator in the wgmma layout (four or eight warps, 16 rows of BN a
+  warp, BM the instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs atomically
   into a float32 output).
 - The packed words of a K step (specbench's ``blocked`` storage: 16 words per column per 128 inputs) are loaded
   straight into the wgmma A-operand layout (``DotOperandLayout``, two K-adjacent values per register), so nibble
@@ -108,23 +108,24 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
         gl.atomic_add(where, out, mask=ok)
 
 
-def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int = 128, split: int = 1) -> torch.Tensor:
+def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int = 128, split: int = 1,
+           warps: int = 4) -> torch.Tensor:
     """``x @ W.T`` for a symmetric g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``)."""
     m, k = x.shape
     n = packed.shape[1]
     bm = max(16, triton.next_power_of_2(m))
-    if k % (128 * split) or bm > 64 or bn % 64:
-        raise ValueError(f"K={k} split {split}, M={m}, BN={bn}: K must be whole 128-blocks per split, M <= 64, "
-                         "BN a multiple of 64")
+    if k % (128 * split) or bm > 64 or bn % (16 * warps):
+        raise ValueError(f"K={k} split {split}, M={m}, BN={bn}, {warps} warps: K must be whole 128-blocks per split, "
+                         "M <= 64, BN a multiple of 16 rows a warp")
     y = (torch.empty if split == 1 else torch.zeros)(m, n, device=x.device,
                                                      dtype=x.dtype if split == 1 else torch.float32)
     w4a16_wgmma_kernel[(triton.cdiv(n, bn), triton.cdiv(m, bm), split)](
         x, packed, scales, y, m, n, k, x.stride(0), y.stride(0), BN=bn, BM=bm, SPLIT=split,
-        BF16=x.dtype == torch.bfloat16, num_warps=4)
+        BF16=x.dtype == torch.bfloat16, num_warps=warps)
     return y.to(x.dtype)
 
 
-def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False):
+def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4):
     """The kernel built for sm_90 without a GPU; returns the compiled kernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -133,11 +134,11 @@ def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False):
     sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "y_ptr": f"*{act}" if split == 1 else "*fp32",
            "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32", "stride_ym": "i32",
            "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "BF16": "constexpr", "num_warps": "constexpr"}
-    const = {"BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "num_warps": 4}
+    const = {"BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "num_warps": warps}
     divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "K", "stride_xm", "stride_ym")]
     src = GluonASTSource(fn=w4a16_wgmma_kernel, signature=sig, constexprs=const,
                          attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
-    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 1})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 1})
 
 
 def ptxas_report(kernel) -> str:
@@ -163,8 +164,10 @@ def main(argv=None) -> None:
     parser.add_argument("--compile-only", action="store_true")
     args = parser.parse_args(argv)
     if args.compile_only:
-        for bm, bn, split in [(16, 128, 1), (32, 128, 2), (64, 128, 1), (32, 256, 1), (64, 64, 4)]:
-            print(f"BM {bm} BN {bn} split {split}:", ptxas_report(compile_sm90(bm, bn, split)), flush=True)
+        for bm, bn, split, warps in [(16, 128, 1, 4), (32, 128, 2, 4), (64, 128, 1, 4), (32, 256, 1, 4), (64, 64, 4, 4),
+                                     (16, 256, 1, 8), (32, 256, 1, 8), (64, 256, 1, 8), (32, 128, 1, 8)]:
+            print(f"BM {bm} BN {bn} split {split} warps {warps}:", ptxas_report(compile_sm90(bm, bn, split, warps=warps)),
+                  flush=True)
         return
     from specbench.decoding.graphs import GraphedCall
     from specbench.quantization import get_scheme, quantize_rtn
@@ -183,21 +186,23 @@ def main(argv=None) -> None:
             x = torch.randn(m, k, device="cuda", dtype=torch.float16)
             ref = layers[0](x).float()
             row = {"shape": name, "M": m, "copies": copies}
-            for bn in (128, 256):
+            for bn, warps in ((128, 4), (128, 8), (256, 8)):
                 for split in (1, 2, 4, 8):
                     if k % (128 * split) or (n // bn) * split > 4 * 132 or (n // bn) * split < 66:
                         continue
+                    label = f"gluon_bn{bn}_w{warps}_s{split}"
                     try:
-                        got = launch(x, layers[0].kernel.packed, layers[0].kernel.scales, bn, split).float()
+                        got = launch(x, layers[0].kernel.packed, layers[0].kernel.scales, bn, split, warps).float()
                         err = ((got - ref).norm() / ref.norm()).item()
-                        fn = lambda: [launch(x, q.kernel.packed, q.kernel.scales, bn, split) for q in layers]  # noqa: E731
+                        fn = lambda: [launch(x, q.kernel.packed, q.kernel.scales, bn, split, warps)  # noqa: E731
+                                      for q in layers]
                         fn()
                         graph = GraphedCall(fn)
                         graph()
                         us = time_calls(graph, "cuda", replays=20, warmup=3).median_ms * 1e3 / copies
-                        row[f"gluon_bn{bn}_s{split}"] = {"us": round(us, 2), "rel_err": err}
+                        row[label] = {"us": round(us, 2), "rel_err": err}
                     except Exception as e:  # a prototype: record what failed and go on
-                        row[f"gluon_bn{bn}_s{split}"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+                        row[label] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
             fn = lambda: [q(x) for q in layers]  # noqa: E731
             fn()
             graph = GraphedCall(fn)
