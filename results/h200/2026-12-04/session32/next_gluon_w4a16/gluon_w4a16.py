@@ -82,12 +82,12 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
     acc = gl.zeros([BN, BM], gl.float32, layout=mma)
     for i in range(steps):
         kb = first + i
+        more = i + 1 < steps  # the next step's words and scales first: their DRAM latency is the long one
+        next_words = gl.load(w_ptr + (kb + 1) * N * 16 + w_offsets, mask=w_ok & more, other=0)
+        next_scale = gl.load(s_ptr + (kb + 1) * N + cols, mask=(cols < N) & more, other=0.0)
         x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; the wait of step i - 1 saw them done
         x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
         fence_async_shared()
-        more = i + 1 < steps
-        next_words = gl.load(w_ptr + (kb + 1) * N * 16 + w_offsets, mask=w_ok & more, other=0)
-        next_scale = gl.load(s_ptr + (kb + 1) * N + cols, mask=(cols < N) & more, other=0.0)
         p = _planes(words, zoff, gl.broadcast(scale[:, None], zoff)[0], BF16)
         for j in gl.static_range(8):
             acc = warpgroup_mma(p[j], x_buf.slice(16 * j, 16, dim=1).permute((1, 0)), acc, is_async=True)
