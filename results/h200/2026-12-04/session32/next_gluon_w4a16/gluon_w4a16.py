@@ -5,19 +5,21 @@ so the committed kernel dequantizes and multiplies in turn; at M = 32-64 that is
 lets the kernel keep one K step's wgmmas in flight while it dequantizes the next:
 
 - y.T = W x.T per program: a [BN, BM] float32 accumulator in the wgmma layout (four or eight warps, 16 rows of BN a
-  warp, BM the instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs atomically
-  into a float32 output).
-- The packed words of a K step (specbench's ``blocked`` storage: 16 words per column per 128 inputs) are loaded
-  straight into the wgmma A-operand layout (``DotOperandLayout``, two K-adjacent values per register), so nibble
-  plane j of them, made by ``int4_convert.pair_asm`` (16 values in 32 instructions, the scale applied), already is
-  the A operand of the 16 inputs 16j..16j+15 of the 128-block: no shuffle, no shared memory for the weight.
+  warp, BM the instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs
+  atomically into a float32 output).
+- The packed words of a K step (specbench's ``blocked`` storage: 16 words per column per 128 inputs) and its scales
+  come through a ``STAGES``-deep cp.async ring in shared memory, read back straight in the wgmma A-operand layout
+  (``DotOperandLayout``, two K-adjacent values per register). Nibble plane j of them, made by
+  ``int4_convert.pair_asm`` (16 values in 32 instructions, the scale applied), already is the A operand of the 16
+  inputs 16j..16j+15 of the 128-block: no shuffle.
 - x's 128 inputs of the step go to shared memory as one [BM, 128] tile (128-byte swizzle); the B operand of plane j
   is a transposed view of its 16 columns. (Eight [BM, 16] tiles took nine barriers a K step, this one two.)
 - Step i issues its eight wgmmas asynchronously, then waits until only those are in flight: step i - 1's are done,
-  so its x buffer is free again (two alternate). The next step's words and scales are loaded one step ahead.
+  so its x buffer is free again (two alternate).
 - ptxas gives the planes of the wgmmas in flight registers of their own; where it cannot, it serializes the wgmmas
-  and says so (C7511-C7515 in ``ptxas -v``, which ``--compile-only`` prints). The accumulator leaves through a layout
-  conversion: converting the wgmma layout to 16 bits directly made ptxas serialize every wgmma (C7514).
+  and says so (C7511-C7515 in ``ptxas -v``, which ``--compile-only`` prints). Two things made it serialize: the
+  accumulator converted to 16 bits straight from the wgmma layout (it leaves through a layout conversion), and a
+  run-time K (the loop's zero-trip exit copies the accumulator; K is a constexpr, one build per K).
 
     python gluon_w4a16.py --compile-only     # build for sm_90 on the CPU (Triton 3.6: PYTHONPATH=<triton 3.6 dir>);
                                              # ptxas's registers and whether it serialized the wgmmas
@@ -34,6 +36,7 @@ import torch
 import triton
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
 from specbench.quantization.int4_convert import pair_asm
@@ -51,9 +54,9 @@ def _planes(words, zoff, scale, BF16: gl.constexpr):
 
 
 @gluon.jit
-def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym,
+def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K: gl.constexpr,
                        BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr, BF16: gl.constexpr,
-                       num_warps: gl.constexpr):
+                       STAGES: gl.constexpr, num_warps: gl.constexpr):
     pid_n = gl.program_id(0)
     pid_m = gl.program_id(1)
     pid_k = gl.program_id(2)
@@ -65,10 +68,19 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
     x_shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
     x_smem = gl.allocate_shared_memory(sixteen, [2, BM, 128], x_shared)  # two buffers of a step's 128 inputs
 
-    cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, a_layout))
-    word = gl.arange(0, 16, layout=gl.SliceLayout(0, a_layout))
-    w_offsets = cols[:, None] * 16 + word[None, :]
-    w_ok = (cols < N)[:, None]
+    # the packed words and scales of STAGES K steps in flight: a cp.async ring, read back in the A-operand layout
+    w_shared: gl.constexpr = gl.SwizzledSharedLayout(vec=2, per_phase=1, max_phase=8, order=[1, 0])
+    s_shared: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
+    w_smem = gl.allocate_shared_memory(gl.int32, [STAGES, BN, 16], w_shared)
+    s_smem = gl.allocate_shared_memory(sixteen, [STAGES, BN], s_shared)
+    copy_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [num_warps, 1], [1, 0])  # 16 bytes a thread
+    s_copy_layout: gl.constexpr = gl.BlockedLayout([8], [32], [num_warps], [0])
+    copy_cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, copy_layout))
+    copy_words = w_ptr + copy_cols[:, None] * 16 + gl.arange(0, 16, layout=gl.SliceLayout(0, copy_layout))[None, :]
+    copy_ok = (copy_cols < N)[:, None]
+    s_cols = pid_n * BN + gl.arange(0, BN, layout=s_copy_layout)
+    s_ok = s_cols < N
+
     xrows = pid_m * BM + gl.arange(0, BM, layout=gl.SliceLayout(1, x_layout))
     xk = gl.arange(0, 128, layout=gl.SliceLayout(0, x_layout))
     x_rows = x_ptr + xrows[:, None] * stride_xm + xk[None, :]
@@ -77,14 +89,25 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
     steps = K // 128 // SPLIT
     first = pid_k * steps
     zoff = gl.full([BN, 16], 136.0 if BF16 else 1032.0, sixteen, layout=a_layout)  # off + 8, symmetric codes
-    words = gl.load(w_ptr + first * N * 16 + w_offsets, mask=w_ok, other=0)
-    scale = gl.load(s_ptr + first * N + cols, mask=cols < N, other=0.0)
+    for t in gl.static_range(STAGES - 1):
+        cp.async_copy_global_to_shared(w_smem.index(t), copy_words + (first + t) * N * 16, mask=copy_ok & (t < steps))
+        cp.async_copy_global_to_shared(s_smem.index(t), s_ptr + (first + t) * N + s_cols, mask=s_ok & (t < steps))
+        cp.commit_group()
     acc = gl.zeros([BN, BM], gl.float32, layout=mma)
     for i in range(steps):
         kb = first + i
-        more = i + 1 < steps  # the next step's words and scales first: their DRAM latency is the long one
-        next_words = gl.load(w_ptr + (kb + 1) * N * 16 + w_offsets, mask=w_ok & more, other=0)
-        next_scale = gl.load(s_ptr + (kb + 1) * N + cols, mask=(cols < N) & more, other=0.0)
+        cp.wait_group(STAGES - 2)  # step i's copies are in; a barrier makes every thread's visible, and it also says
+        gl.thread_barrier()        # that all threads are past step i - 1, whose slot the next copy refills
+        slot = i % STAGES
+        words = w_smem.index(slot).load(a_layout)
+        scale = s_smem.index(slot).load(gl.SliceLayout(1, a_layout))
+        ahead = i + STAGES - 1
+        refill = (i + STAGES - 1) % STAGES
+        cp.async_copy_global_to_shared(w_smem.index(refill), copy_words + (first + ahead) * N * 16,
+                                       mask=copy_ok & (ahead < steps))
+        cp.async_copy_global_to_shared(s_smem.index(refill), s_ptr + (first + ahead) * N + s_cols,
+                                       mask=s_ok & (ahead < steps))
+        cp.commit_group()
         x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; the wait of step i - 1 saw them done
         x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
         fence_async_shared()
@@ -93,7 +116,6 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
             acc = warpgroup_mma(p[j], x_buf.slice(16 * j, 16, dim=1).permute((1, 0)), acc, is_async=True)
         # step i - 1's wgmmas are done; ptxas keeps this step's planes in registers of their own until its are
         acc = warpgroup_mma_wait(num_outstanding=8, deps=(acc,))
-        words, scale = next_words, next_scale
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
 
     out_layout: gl.constexpr = gl.BlockedLayout([8, 1], [16, 2], [1, num_warps], [0, 1])  # [BN, BM], columns of y contiguous
@@ -109,7 +131,7 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, K, stride_xm, stride_ym
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int = 128, split: int = 1,
-           warps: int = 4) -> torch.Tensor:
+           warps: int = 4, stages: int = 4) -> torch.Tensor:
     """``x @ W.T`` for a symmetric g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``)."""
     m, k = x.shape
     n = packed.shape[1]
@@ -120,22 +142,23 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int 
     y = (torch.empty if split == 1 else torch.zeros)(m, n, device=x.device,
                                                      dtype=x.dtype if split == 1 else torch.float32)
     w4a16_wgmma_kernel[(triton.cdiv(n, bn), triton.cdiv(m, bm), split)](
-        x, packed, scales, y, m, n, k, x.stride(0), y.stride(0), BN=bn, BM=bm, SPLIT=split,
-        BF16=x.dtype == torch.bfloat16, num_warps=warps)
+        x, packed, scales, y, m, n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm, SPLIT=split,
+        BF16=x.dtype == torch.bfloat16, STAGES=stages, num_warps=warps)
     return y.to(x.dtype)
 
 
-def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4):
+def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4, stages: int = 4, k: int = 8192):
     """The kernel built for sm_90 without a GPU; returns the compiled kernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
     act = "bf16" if bf16 else "fp16"
     sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "y_ptr": f"*{act}" if split == 1 else "*fp32",
-           "M": "i32", "N": "i32", "K": "i32", "stride_xm": "i32", "stride_ym": "i32",
-           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "BF16": "constexpr", "num_warps": "constexpr"}
-    const = {"BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "num_warps": warps}
-    divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "K", "stride_xm", "stride_ym")]
+           "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32", "K": "constexpr",
+           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "BF16": "constexpr", "STAGES": "constexpr",
+           "num_warps": "constexpr"}
+    const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "STAGES": stages, "num_warps": warps}
+    divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "stride_xm", "stride_ym")]
     src = GluonASTSource(fn=w4a16_wgmma_kernel, signature=sig, constexprs=const,
                          attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 1})
