@@ -49,8 +49,9 @@ def compile_sm90(args):
     types = [f"*{act}", "*i32", f"*{act}", f"*{act}", f"*{act}", "*fp32", "*i32"]
     sig = {**dict(zip(POINTERS, types)), **{name: "i32" for name in INTS}}
     const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros,
-                 SPLIT_K=not args.whole_k, GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK, DEQ=args.deq, P=128, ASM=True,
-                 WB=16, UNIT=args.BK, UNEVEN=args.uneven, SCALES_AHEAD=args.scales_ahead)
+                 SPLIT_K=not args.whole_k, GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK,
+                 DEQ=args.deq, P=128, ASM=True, WB=16, UNIT=args.BK, UNEVEN=args.uneven,
+                 SCALES_AHEAD=args.scales_ahead)
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
     src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,
@@ -61,17 +62,21 @@ def compile_sm90(args):
 
 
 def _bundled(tool: str) -> str:
-    """The path of one of Triton's bundled CUDA tools (nvdisasm, cuobjdump)."""
+    """The path of one of Triton's bundled CUDA tools (nvdisasm, cuobjdump, ptxas)."""
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", tool)
+
+
+def on_cubin(kernel, tool: str, *flags: str) -> str:
+    """What bundled ``tool`` (with ``flags``) prints for a compiled kernel's cubin."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(kernel.asm["cubin"])
+        f.flush()
+        return subprocess.run([_bundled(tool), *flags, f.name], capture_output=True, text=True, check=True).stdout
 
 
 def resources(kernel, warps: int) -> dict:
     """A compiled kernel's registers, spilled bytes a thread and shared memory, and ``programs_per_sm``."""
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        usage = subprocess.run([_bundled("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True,
-                               check=True).stdout
+    usage = on_cubin(kernel, "cuobjdump", "-res-usage")
     registers, spilled = (int(re.search(rf"{key}:(\d+)", usage).group(1)) for key in ("REG", "LOCAL"))
     return {"registers": registers, "spilled": spilled, "shared": kernel.metadata.shared,
             "per_sm": programs_per_sm(registers, kernel.metadata.shared, warps)}
@@ -103,10 +108,7 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--sass", help="also write the whole listing to this file")
     args = parser.parse_args(argv)
     kernel = compile_sm90(args)
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(kernel.asm["cubin"])
-        f.flush()
-        sass = subprocess.run([_bundled("nvdisasm"), "-c", f.name], capture_output=True, text=True, check=True).stdout
+    sass = on_cubin(kernel, "nvdisasm", "-c")
     if args.sass:
         with open(args.sass, "w") as out:
             out.write(sass)

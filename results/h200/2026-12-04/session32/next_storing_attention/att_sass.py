@@ -1,10 +1,10 @@
 """One-off: the attention partial kernel with and without STORE, compiled for sm_90 on the CPU (Triton 3.9)."""
-import subprocess, tempfile, os, re, sys
+import re
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 from specbench.model.attention import _partial_kernel
-from tools.int4_sass import _bundled, resources
+from tools.int4_sass import on_cubin, resources
 
 ptrs = ["q_ptr", "k_ptr", "v_ptr", "mask_ptr", "order_ptr", "count_ptr", "cos_ptr", "sin_ptr", "m_ptr", "l_ptr", "acc_ptr",
         "new_k_ptr", "new_v_ptr", "slots_ptr"]
@@ -19,9 +19,7 @@ for store in (False, True):
         div = [i for i, name in enumerate(sig) if name in ptrs or name in ("S", "sq_h", "sq_n", "sk_h", "sk_s", "snk_n", "snv_n", "snk_h", "snv_h")]
         src = ASTSource(fn=_partial_kernel, signature=sig, constexprs=const, attrs={(i,): [["tt.divisibility", 16]] for i in div})
         k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": 2})
-        with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-            f.write(k.asm["cubin"])
-        sass = subprocess.run([_bundled("nvdisasm"), "-c", f.name], capture_output=True, text=True).stdout
+        sass = on_cubin(k, "nvdisasm", "-c")
         lines = [l for l in sass.splitlines() if re.search(r"/\*[0-9a-f]{4}\*/", l)]
         bar = [i for i, l in enumerate(lines) if "BAR.SYNC" in l]
         first_ldg = [i for i, l in enumerate(lines) if re.search(r"LDG|LDGSTS", l)]
