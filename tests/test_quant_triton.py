@@ -72,7 +72,7 @@ INTERPRETED = textwrap.dedent("""
         (-1, False, 3, fp16, C("dot", 64, 256, split=2, DEQ=6)),
         (128, False, 1, fp16, C("dot", 64, 128, split=2, DEQ=7)),  # one group per MMA column
         (256, True, 1, fp16, C("dot", 64, 128, DEQ=7)),  # two K tiles per group, one column
-        (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=8)),  # the same, the product added
+        (128, False, 1, fp16, C("dot", 64, 128, split=4, DEQ=7, stages=5)),  # four splits, five stages
         (128, False, 1, fp16, C("dot", 64, 128, split=3, DEQ=7, uneven=True)),  # uneven splits: 1, 1 and 2 groups
         (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True)),  # 1, 1 and 2 K tiles
         (128, False, 5, fp16, C("dot", 64, 128, split=3, DEQ=5, uneven=True, scales_ahead=True)),  # next tile's
@@ -282,7 +282,7 @@ def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry(
 def test_tune_narrows_to_paths_and_modes_but_keeps_the_heuristic_and_the_entry():
     from specbench.quantization.tune import candidates, narrowed
 
-    entry = KernelConfig("dot", 128, 128, 4, BM=16, warps=4, stages=4, DEQ=8)
+    entry = KernelConfig("dot", 128, 128, 4, BM=16, warps=4, stages=4, DEQ=7)
     cands = candidates(8192, 8192, 128, 1, (entry,))
     assert {c.path for c in cands[2:]} == {"gemv", "dot"}
     gemv = narrowed(cands, 2, ["gemv"], None)

@@ -37,22 +37,26 @@ eight planes back into input order (``_joined``: in registers, each thread keeps
 one ``tl.dot`` with one contiguous x tile: one wait per tile, not one per plane. ``DEQ`` 6 is ``DEQ`` 5 on the
 planes of the exact off + q (``planes`` with ``SUBTRACT=False``: a LOP3 per two values, no subtraction); the zero
 point comes off the float32 product as in ``DEQ`` 2, through the sum of x's tile.
-``DEQ`` 7 and 8 (grouped weights, M = 1 alone) take the zero point and the scale off the loop: of the MMA's BM
+``DEQ`` 7 (grouped weights, M = 1 alone) takes the zero point and the scale off the loop: of the MMA's BM
 columns, which one row of x would leave empty but one, each holds one group of the program's K range (x's tile goes
 into column c for its c-th group, the other columns zero), so the [BN, BM] accumulator collects each group's sum of
 (off + q) x apart, with no per-tile work on the product and no scale or zero-point loads in the loop; after it, each
 column loses (off + z) times its group's sum of x and takes its scale, and the columns add up to the one row (a
-program's K range must be whole groups, at most BM of them). 7 subtracts each tile's product from the accumulator
-and waits for it; 8 adds it, which Triton folds into the dot and pipelines across K steps. sm_90 instructions per K
-step (``tools.int4_sass``, Triton 3.6) at BN 128 / 256, BM 16: ``DEQ`` 5 327 / 606, 6 338 / 564, 7 259 / 462,
-8 279 / 475.
+program's K range must be whole groups, at most BM of them). sm_90 instructions per K step (``tools.int4_sass``,
+Triton 3.6) at BN 128 / 256, BM 16: ``DEQ`` 5 327 / 606, 6 338 / 564, 7 259 / 462.
 ``DEQ`` 9 (grouped weights, any M) is ``DEQ`` 5 with the group's scale put on the planes in 16 bits
 (``int4_convert.scaled_planes``: one more packed instruction per two values, each weight rounded once), so the tile's
-product needs no scaling and is added to the dot's accumulator, pipelined across K steps as in ``DEQ`` 8. The
-scales (and zero points) are read as 32-bit words holding two columns each: Triton's pipeline leaves out 16-bit
-loads, and a value loaded outside it pins the planes' layout, so the tile went through shared memory to the wgmma
-(641 instructions per K step at BN 128, BM 16, against 418).
-``DEQ`` 6 and 9 run with 4 warps only: with 8 (two warp groups) three configs gave wrong results on the H200.
+product needs no scaling. The scales (and zero points) are read as 32-bit words holding two columns each: Triton's
+pipeline leaves out 16-bit loads, and a value loaded outside it pins the planes' layout, so the tile went through
+shared memory to the wgmma (641 instructions per K step at BN 128, BM 16, against 418).
+Every dot path keeps minus the sum and subtracts each K step's product, negated once after the loop (exact: the
+result is the sum's, bit for bit). An added product (``acc += tl.dot(a, b)``) is folded by Triton into the dot's
+accumulator, and Triton 3.6 then starts the next K step with up to seven of the tile's wgmmas in flight. When the
+weight is the register operand, ptxas before CUDA 13.3 lets that step's dequantization overwrite the registers those
+wgmmas have yet to read (``tools.wgmma_hazards`` finds the writes in the SASS; docs/quantization.md). A subtracted
+product is waited for, so no register is reused early.
+``DEQ`` 6 and 9 run with 4 warps only: with 8 (two warp groups) three configs gave wrong results on the H200, in
+the builds that had those early writes.
 ``DEQ`` 4-6 on grouped weights scale each tile's product after its dot, which leaves their scale loads out of Triton's
 pipeline; with ``scales_ahead`` each K step loads the next tile's scales (and zero points) into registers itself.
 """
@@ -77,7 +81,9 @@ else:
     from specbench.quantization.splitk import k_range, store_tile
 
 DTYPES = (torch.bfloat16, torch.float16)
-GROUP_COLUMNS = (7, 8)  # the DEQ modes with one group per MMA column (M = 1, grouped weights)
+GROUP_COLUMNS = 7  # the DEQ mode with one group per MMA column (M = 1, grouped weights)
+RETIRED = {8: "DEQ 8 (DEQ 7 with the product added) let ptxas before CUDA 13.3 overwrite the registers of wgmmas still "
+              "in flight (docs/quantization.md); DEQ 7 is the same tile without that"}
 SCALED_PLANES = 9  # the DEQ mode that scales the weight tile before the dot (grouped weights, any M)
 WARP_GROUP_LIMITED = (6, 9)  # modes that gave wrong results with 8 warps (check_shape)
 
@@ -87,15 +93,14 @@ class KernelConfig(TileConfig):
     DEQ: int = 0  # dot path: 0 float32 exponent trick, 1 16-bit one, 2 16-bit + scale after the product,
     # 3 as 2 with two values per instruction (``int4_convert.planes``), one tl.dot per nibble plane, 4 as 3 with
     # the weight as the first operand (y.T = W x.T), 5 as 4 with the planes joined into one tile and one tl.dot,
-    # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 8 as 7 with
-    # the product added (the wgmma pipelined across K steps), 9 as 5 with the planes scaled in 16 bits (the
-    # product added as in 8, any M)
+    # 6 as 5 on the planes of off + q (no subtraction), 7 as 6 with one group per MMA column (M = 1), 9 as 5 with
+    # the planes scaled in 16 bits (any M); 8 is retired (``RETIRED``)
     scales_ahead: bool = False  # DEQ 4-6 with groups: each K step loads the next tile's scales (and zero points)
     # itself, a step before they are used; otherwise the step that uses them loads them (docs/quantization.md)
 
     @property
     def one_row(self) -> bool:
-        return self.path == "gemv" or (self.path == "dot" and self.DEQ in GROUP_COLUMNS)
+        return self.path == "gemv" or (self.path == "dot" and self.DEQ == GROUP_COLUMNS)
 
 
 def block_rows(k: int, group: int) -> int:
@@ -132,12 +137,14 @@ def unblocked(packed: torch.Tensor) -> torch.Tensor:
 
 
 def k_unit(group: int, cfg: KernelConfig) -> int:
-    """The inputs of one unit of K's split: a group where ``DEQ`` 7/8 keep groups in MMA columns, else BK."""
-    return group if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group > cfg.BK else cfg.BK
+    """The inputs of one unit of K's split: a group where ``DEQ`` 7 keeps groups in MMA columns, else BK."""
+    return group if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and group > cfg.BK else cfg.BK
 
 
 def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     """Why ``cfg`` cannot run an [N, K] weight with this group size (a constraint named), or None."""
+    if cfg.path == "dot" and cfg.DEQ in RETIRED:
+        return RETIRED[cfg.DEQ]
     if k % group:
         return f"in_features {k} must be a multiple of the group size {group}"
     p = block_rows(k, group)
@@ -167,9 +174,9 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     if cfg.path == "dot" and cfg.DEQ in WARP_GROUP_LIMITED and cfg.warps > 4:
         return (f"DEQ={cfg.DEQ} runs with 4 warps, not {cfg.warps}: with two warp groups it gave wrong results on the "
                 "H200 (Triton 3.6; docs/quantization.md)")
-    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and group == k:
+    if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
-    if cfg.path == "dot" and cfg.DEQ in GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
+    if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
                                                             or group & (group - 1)):
         return (f"DEQ={cfg.DEQ} keeps each group of a program's K range in its own MMA column: each split of K={k} "
                 f"(split={cfg.split}) must be whole groups of a power-of-two size ({group}), at most BM={cfg.BM} of them")
@@ -278,9 +285,9 @@ if triton is not None:
         if GEMV:
             acc2 = tl.zeros((BK8, BN), dtype=tl.float32)
         elif DEQ >= 4:
-            acc = tl.zeros((BN, BM), dtype=tl.float32)  # y.T
+            acc = tl.zeros((BN, BM), dtype=tl.float32)  # minus y.T: each K step subtracts its product (docstring)
         else:
-            acc = tl.zeros((BM, BN), dtype=tl.float32)
+            acc = tl.zeros((BM, BN), dtype=tl.float32)  # minus y
         xtot = tl.zeros((BM,), dtype=tl.float32)
         prow = tl.arange(0, BK8)
         if DEQ >= 4 and not GEMV:  # [BN, BK/8] tiles, the weight as the first operand: BK/8 >= 16 words are whole
@@ -302,7 +309,7 @@ if triton is not None:
                 s, z = s_next, z_next
                 more = cols * 0 + k0 + BK < k_begin + k_len  # as a [BN] mask: the interpreter takes no scalar one
                 s_next, z_next = _tile_scales(s_ptr, z_ptr, k0 + BK, N, cols, col_ok & more, HAS_ZEROS, GROUP)
-            elif DEQ < 7:  # GROUP_COLUMNS apply them after the loop, DEQ 9 in its planes
+            elif DEQ < 7:  # GROUP_COLUMNS applies them after the loop, DEQ 9 in its planes
                 g = k0 // GROUP + tl.arange(0, SG)
                 s = tl.load(s_ptr + g[:, None] * N + cols[None, :], mask=col_ok[None, :], other=0.0).to(tl.float32)
                 if HAS_ZEROS:
@@ -329,8 +336,8 @@ if triton is not None:
                 acc2 += s_rows * (16.0 * t - (16.0 + z_rows) * xs[:, None])
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-                OFFSET: tl.constexpr = DEQ >= 6 and DEQ <= 8
-                COLUMNS: tl.constexpr = DEQ == 7 or DEQ == 8
+                OFFSET: tl.constexpr = DEQ == 6 or DEQ == 7
+                COLUMNS: tl.constexpr = DEQ == 7
                 if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
                     # column pair: loads of 16 bits leave Triton's pipeline, and it then moves the tile through shared
                     # memory to the wgmma
@@ -347,19 +354,14 @@ if triton is not None:
                     zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
                     p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
-                if DEQ == 9:  # the planes carry the scale: the product goes into the dot's accumulator
+                if DEQ == 9:  # the planes carry the scale: the product needs no work before it is subtracted
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
-                    acc += tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                    acc -= tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
                 elif COLUMNS:  # x's one row into column c for the program's c-th group, zeros elsewhere; off + q
                     col = (k0 - k_begin) // GROUP
                     xt = tl.load(x_ptr + (k0 + tl.arange(0, BK))[None, :] + tl.zeros((BM, 1), tl.int32),
                                  mask=(tl.arange(0, BM) == col)[:, None], other=0.0)
-                    if DEQ == 7:  # subtracted: Triton folds an added product into the dot's accumulator (DEQ 8),
-                        # which it splits into one wgmma group per 16 inputs, pipelined across K steps (more
-                        # instructions, 296 against 273 per K step at BN 128, but no wait for the tile's product)
-                        acc -= tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
-                    else:
-                        acc += tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
+                    acc -= tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
                 elif DEQ >= 5:  # the planes joined back into input order: one dot over the whole tile
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
                     part = tl.dot(_joined(p, BN, BK, P), tl.trans(xt))
@@ -374,14 +376,14 @@ if triton is not None:
                         else:
                             part = tl.dot(xj, p[j], part)
                 if DEQ >= 7:
-                    pass  # accumulated by the dot
+                    pass  # subtracted above
                 elif OFFSET and CHANNEL:
-                    acc += part
+                    acc -= part
                     xtot += xsum
                 elif OFFSET:
-                    acc += s * (part - (z + off) * xsum[None, :])
+                    acc -= s * (part - (z + off) * xsum[None, :])
                 else:
-                    acc += part if CHANNEL else s * part
+                    acc -= part if CHANNEL else s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 t = tl.arange(0, BK)  # q's row 8i + j: nibble j of word row i
@@ -390,23 +392,23 @@ if triton is not None:
                 if DEQ == 0:
                     f = (q | 0x4B000000).to(tl.float32, bitcast=True) - 8388608.0
                     w = ((f - _group_rows(z, SG, GK, BN)) * _group_rows(s, SG, GK, BN)).to(sixteen)
-                    acc += tl.dot(x, w)
+                    acc -= tl.dot(x, w)
                 else:
                     base, off = _offset16(q, sixteen)
                     if DEQ == 1:
                         zz = _group_rows((z + off).to(sixteen), SG, GK, BN)
-                        acc += tl.dot(x, (base - zz) * _group_rows(s.to(sixteen), SG, GK, BN))
+                        acc -= tl.dot(x, (base - zz) * _group_rows(s.to(sixteen), SG, GK, BN))
                     else:  # the product of the exact off + q; zero point and scale on the [BM, BN] result
                         part = tl.dot(x, base)
                         xsum = tl.sum(x.to(tl.float32), axis=1)
                         if CHANNEL:
-                            acc += part
+                            acc -= part
                             xtot += xsum
                         else:
-                            acc += s * (part - (z + off) * xsum[:, None])
+                            acc -= s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
-        elif DEQ == 7 or DEQ == 8:  # column c: sum (off + q) x over group k_begin / GROUP + c (7: negated); zero point, scale, one row
+        elif DEQ == 7:  # GROUP_COLUMNS; column c: minus sum (off + q) x over group k_begin / GROUP + c; zero point, scale, one row
             c = tl.arange(0, BM)
             c_ok = c < k_len // GROUP
             gofs = (k_begin // GROUP + c)[:, None] * N + cols[None, :]
@@ -419,11 +421,12 @@ if triton is not None:
                          other=0.0)
             xs = tl.sum(xg.to(tl.float32), axis=1)
             off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
-            sums = -tl.trans(acc) if DEQ == 7 else tl.trans(acc)
-            acc = tl.sum(sg * (sums - (zg + off) * xs[:, None]), axis=0)[None, :]
+            acc = tl.sum(sg * (-tl.trans(acc) - (zg + off) * xs[:, None]), axis=0)[None, :]
             rows = tl.arange(0, 1)
         elif DEQ >= 4:
-            acc = tl.trans(acc)
+            acc = -tl.trans(acc)
+        else:
+            acc = -acc
         if CHANNEL:
             if (DEQ == 2 or DEQ == 6) and not GEMV:
                 acc -= (z_chan + _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]) * xtot[:, None]

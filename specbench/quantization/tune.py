@@ -90,21 +90,20 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
                 for bm, bn, bk, st, d in grid for s in splits]
     # plane dots with two-per-instruction conversion, M = 1 included (BM 16 rows, the rest masked); wider N tiles
     # and the same with the weight as the first operand (DEQ 4; BN is the MMA's 64-row side)
-    # (DEQ 7 and 8: M = 1 alone, one group per MMA column; 8 and 9 pipeline the wgmma: up to 6 tiles in flight)
-    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4, 5, 6), (3, 4, 5, 6, 7, 8, 9))
+    # (DEQ 7: M = 1 alone, one group per MMA column; 7 and 9 also with 5 and 6 stages)
+    grid = itertools.product(bms, (64, 128, 256), (128, 256), (4, 8), (3, 4, 5, 6), (3, 4, 5, 6, 7, 9))
     out += [KernelConfig("dot", bn, bk, s, BM=bm, warps=w, stages=st, DEQ=d)
             for bm, bn, bk, w, st, d in grid for s in splits
-            if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in (*GROUP_COLUMNS, SCALED_PLANES))
-            and (d not in GROUP_COLUMNS or m == 1)]
+            if (bm * bn <= 64 * 128 or w == 8) and (d == 3 or bn >= 64) and (st <= 4 or d in (GROUP_COLUMNS, SCALED_PLANES))
+            and (d != GROUP_COLUMNS or m == 1)]
     # DEQ 4-6 also with each tile's scales loaded a K step ahead (``scales_ahead``; grouped weights)
     out += [replace(c, scales_ahead=True) for c in out[1 + len(also):] if c.path == "dot" and 4 <= c.DEQ <= 6]
     g = k if group == -1 else group
     out[1 + len(also):] = both_k_ranges(out[1 + len(also):])
     fitting = [c for c in dict.fromkeys(out) if check_shape(n, k, g, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
-    # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7 and 8, whose narrow tiles fit up to 7
-    # per SM)
-    waves = lambda c: 32 if c.DEQ in GROUP_COLUMNS else 8  # noqa: E731
+    # keep grids between half a wave and eight waves of 132 SMs (32 for DEQ 7, whose narrow tiles fit up to 7 per SM)
+    waves = lambda c: 32 if c.DEQ == GROUP_COLUMNS else 8  # noqa: E731
     return [c for i, c in enumerate(fitting) if i == 0 or 66 <= tiles(c) * c.split <= waves(c) * 132]
 
 
