@@ -408,7 +408,8 @@ if triton is not None:
                             acc -= s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
-        elif DEQ == 7:  # GROUP_COLUMNS; column c: minus sum (off + q) x over group k_begin / GROUP + c; zero point, scale, one row
+        elif DEQ == 7:  # GROUP_COLUMNS. Column c: minus sum (off + q) x over group k_begin / GROUP + c; then zero
+            # point, scale and one row
             c = tl.arange(0, BM)
             c_ok = c < k_len // GROUP
             gofs = (k_begin // GROUP + c)[:, None] * N + cols[None, :]
