@@ -85,7 +85,7 @@ GROUP_COLUMNS = 7  # the DEQ mode with one group per MMA column (M = 1, grouped 
 RETIRED = {8: "DEQ 8 (DEQ 7 with the product added) let ptxas before CUDA 13.3 overwrite the registers of wgmmas still "
               "in flight (docs/quantization.md); DEQ 7 is the same tile without that"}
 SCALED_PLANES = 9  # the DEQ mode that scales the weight tile before the dot (grouped weights, any M)
-WARP_GROUP_LIMITED = (6, 9)  # modes that gave wrong results with 8 warps (check_shape)
+WARP_GROUP_LIMITED = (6, 9)  # modes that gave wrong results with 8 warps before the fix (check_shape)
 
 
 @dataclass(frozen=True)
@@ -173,7 +173,8 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
                 f"not path {cfg.path}, DEQ={cfg.DEQ} with {'per-channel weights' if group == k else f'group {group}'}")
     if cfg.path == "dot" and cfg.DEQ in WARP_GROUP_LIMITED and cfg.warps > 4:
         return (f"DEQ={cfg.DEQ} runs with 4 warps, not {cfg.warps}: with two warp groups it gave wrong results on the "
-                "H200 (Triton 3.6; docs/quantization.md)")
+                "H200 (Triton 3.6, before the products were subtracted; kept until that is checked on a GPU: "
+                "docs/quantization.md)")
     if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and group == k:
         return f"DEQ={cfg.DEQ} keeps groups apart; per-channel weights have one (DEQ 5 or 6 scale them once)"
     if cfg.path == "dot" and cfg.DEQ == GROUP_COLUMNS and (-(-k // group // cfg.split) > cfg.BM
