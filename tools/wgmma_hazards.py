@@ -108,11 +108,10 @@ def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
             build = (a8, c["warps"], c["stages"], *sorted(const.items()))
             if build not in built:
                 if a8:
-                    sig = {name: "*i8" if name in ("xq_ptr", "w_ptr") else "*fp16" if name == "y_ptr" else
-                           "*i32" if name == "count_ptr" else "*fp32" for name in
-                           ("xq_ptr", "sx_ptr", "w_ptr", "ws_ptr", "gs_ptr", "y_ptr", "part_ptr", "count_ptr")}
-                    sig.update({name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")})
-                    sig.update({name: "constexpr" for name in const})
+                    sig = {"xq_ptr": "*i8", "sx_ptr": "*fp32", "w_ptr": "*i8", "ws_ptr": "*fp32", "gs_ptr": "*fp32",
+                           "y_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i32",
+                           **{name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")},
+                           **{name: "constexpr" for name in const}}
                     divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in DIVISIBLE]
                     src = ASTSource(fn=a8_kernel, signature=sig, constexprs=const,
                                     attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
