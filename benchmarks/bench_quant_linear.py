@@ -39,6 +39,7 @@ from specbench.quantization import (
 )
 from specbench.quantization.backends import gemlite as gemlite_backend
 from specbench.quantization.tune import MODELS, launch_cycle, model_shapes
+from specbench.runner.environment import package_version, ptxas_version
 
 MS = DEFAULT_BUCKETS  # the M of every decode / verify forward: the CUDA-graph buckets
 TOLERANCE = 2e-2  # relative Frobenius error vs reference (bf16 compute, activation rounding ties)
@@ -378,7 +379,7 @@ def main(argv: list[str] | None = None) -> dict:
     combos += [(s, g, b) for b in backends for s, g in variants if s in BACKENDS[b].schemes]
     copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "triton": package_version("triton"), "ptxas": ptxas_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "Ms": list(ms), "dtype": args.dtype, "copy_bandwidth_Bps": copy_bw, "budget_s": args.budget_s,
               "rows": [], "agreement": [],
               "skipped": []}

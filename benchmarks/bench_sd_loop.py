@@ -45,6 +45,7 @@ from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
 from benchmarks import host_gaps
 from benchmarks.common import busy_intervals, free, smoke_parser
+from specbench.runner.environment import package_version, ptxas_version
 from specbench.timing.step_replays import decode_replays, step_time
 
 LOOP_PHASES = ("draft", "verify", "accept")
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> dict:
               "device_loop": not args.host_loop,
               "prompt_tokens": args.prompt, "new_tokens": args.new_tokens, "target_build_s": time.monotonic() - t0,
               "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-              "methods": []}
+              "triton": package_version("triton"), "ptxas": ptxas_version(), "methods": []}
     table = methods(args)
     for name in args.methods.split(","):
         conf, tau = table[name]

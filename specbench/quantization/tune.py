@@ -45,6 +45,7 @@ from specbench.quantization.int4_kernel import (
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES
+from specbench.runner.environment import ptxas_version
 
 # the shipped configs' distinct linear shapes (Llama-3.1-8B and 3.3-70B share these; Qwen3-8B is Quasar's target)
 MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct", "qwen3-8b": "qwen3-8b"}
@@ -396,7 +397,8 @@ def main(argv: list[str] | None = None) -> dict:
     work = [(s, n, k, g, m) for s in args.schemes for m in args.buckets for g in args.groups
             if g in SCHEMES[s].group_sizes for n, k in keys]
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-             "triton": __import__("triton").__version__, "command": "python -m specbench.quantization.tune "
+             "triton": __import__("triton").__version__, "ptxas": ptxas_version(),
+             "command": "python -m specbench.quantization.tune "
              + " ".join(sys.argv[1:] if argv is None else argv), "date": time.strftime("%Y-%m-%d"), "entries": {},
              "errors": []}
     base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:
@@ -55,6 +55,17 @@ def _driver() -> str | None:
         return None
 
 
+def ptxas_version() -> str | None:
+    """The version of the ptxas that assembles Triton's kernels (``TRITON_PTXAS_PATH`` or Triton's own): before CUDA
+    13.3 it may write the registers of wgmmas still in flight (docs/quantization.md)."""
+    try:
+        from triton import knobs
+
+        return knobs.nvidia.ptxas.version
+    except (ImportError, AttributeError, OSError, RuntimeError, subprocess.SubprocessError):  # no Triton, or no ptxas
+        return None
+
+
 def _gpu_uuid(device: torch.device) -> str | None:
     uuid = getattr(torch.cuda.get_device_properties(device), "uuid", None)
     return f"GPU-{uuid}" if uuid is not None else None
@@ -79,10 +90,11 @@ def environment(device: str) -> dict:
         "env.driver": _driver() if cuda else None,
         "env.cuda": torch.version.cuda,
         "env.torch": torch.__version__,
-        "env.transformers": _version("transformers"),
-        "env.triton": _version("triton"),
-        "env.gemlite": _version("gemlite"),
-        "env.specbench": _version("specbench"),
+        "env.transformers": package_version("transformers"),
+        "env.triton": package_version("triton"),
+        "env.ptxas": ptxas_version() if cuda else None,
+        "env.gemlite": package_version("gemlite"),
+        "env.specbench": package_version("specbench"),
         "env.python": platform.python_version(),
         "env.git_sha": _git_sha(),
         "env.source_hash": source_hash(),
