@@ -1,0 +1,181 @@
+"""Run the Gluon prototype's kernel on the CPU, one program at a time, with torch tensors (session 33).
+
+Gluon has no interpreter. This one covers the subset ``gluon_w4a16.py`` uses, the way Triton's interpreter treats
+``tl``: layouts are ignored, shared memory is a tensor, asynchronous copies happen at once, waits and barriers do
+nothing, and a wgmma is a float32 matmul of its operands. Inline PTX has no meaning here, so each asm string the
+kernel uses needs a torch twin (``ASM``). What it checks: the kernel's indexing, masks, K ranges, plane order and
+accumulation. What it cannot: anything about timing, layouts or the hardware (the early register writes included).
+
+    python gluon_interpret.py        # the prototype against an fp32 matmul of the dequantized weight
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import torch
+
+from specbench.quantization.int4_convert import pair_asm
+
+DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32, "int32": torch.int32}
+
+
+class Ptr:
+    """A pointer argument plus element offsets (a scalar or a tensor of them)."""
+
+    def __init__(self, base: torch.Tensor, offsets=0):
+        self.base, self.offsets = base, offsets
+        self.dtype = types.SimpleNamespace(element_ty=base.dtype)
+
+    def __add__(self, other):
+        return Ptr(self.base, self.offsets + other)
+
+    __radd__ = __add__
+
+
+def _load(ptr: Ptr, mask=None, other=0.0):
+    flat = ptr.base.reshape(-1)
+    offs = torch.as_tensor(ptr.offsets)
+    ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
+    vals = flat[torch.where(ok, offs, 0)]
+    return torch.where(ok, vals, torch.as_tensor(other, dtype=vals.dtype))
+
+
+def _store(ptr: Ptr, value, mask=None, add=False):
+    offs = torch.as_tensor(ptr.offsets)
+    value = torch.broadcast_to(torch.as_tensor(value), offs.shape)
+    ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
+    flat = ptr.base.view(-1)
+    if add:
+        flat.index_add_(0, offs[ok], value[ok].to(flat.dtype))
+    else:
+        flat[offs[ok]] = value[ok].to(flat.dtype)
+
+
+class Shared:
+    """A shared-memory descriptor: a view of a tensor."""
+
+    def __init__(self, data: torch.Tensor):
+        self.data = data
+
+    def index(self, i):
+        return Shared(self.data[i])
+
+    def slice(self, start, length, dim=0):
+        return Shared(self.data.narrow(dim, start, length))
+
+    def permute(self, dims):
+        return Shared(self.data.permute(*dims))
+
+    def load(self, layout=None):
+        return self.data.clone()
+
+    def store(self, value):
+        self.data.copy_(value)
+
+
+def _pair_planes(words, zoff, scale=None):
+    """``int4_convert.pair_asm`` in torch: plane j = (nibble j - z) (times s), in 16 bits."""
+    q = [((words >> (4 * j)) & 0xF) for j in range(8)]
+    base = 1024.0 if zoff.dtype == torch.float16 else 128.0
+    planes = [(qj.to(torch.float32) + base).to(zoff.dtype) - zoff for qj in q]
+    return tuple(p if scale is None else p * scale for p in planes)
+
+
+ASM = {pair_asm("fp16", scale=True): lambda args: _pair_planes(*args),
+       pair_asm("bf16", scale=True): lambda args: _pair_planes(*args),
+       "mov.b32 $0, $1;": lambda args: args[0].clone()}
+
+
+def _gl(pids):
+    """The ``gl`` namespace for one program."""
+    def layout(*args, **kwargs):
+        return None
+
+    def full(shape, value, dtype, layout=None):
+        return torch.full(tuple(shape), value, dtype=dtype)
+
+    return types.SimpleNamespace(
+        program_id=lambda axis: pids[axis], float16=torch.float16, bfloat16=torch.bfloat16, float32=torch.float32,
+        int32=torch.int32, constexpr=lambda v: v, NVMMADistributedLayout=layout, DotOperandLayout=layout,
+        BlockedLayout=layout, NVMMASharedLayout=layout, SwizzledSharedLayout=layout, SliceLayout=layout,
+        allocate_shared_memory=lambda dtype, shape, layout: Shared(torch.zeros(tuple(shape), dtype=dtype)),
+        arange=lambda start, end, layout=None: torch.arange(start, end), full=full,
+        zeros=lambda shape, dtype, layout=None: torch.zeros(tuple(shape), dtype=dtype),
+        static_range=range, thread_barrier=lambda: None, load=_load,
+        store=lambda ptr, value, mask=None: _store(ptr, value, mask),
+        atomic_add=lambda ptr, value, mask=None: _store(ptr, value, mask, add=True),
+        broadcast=lambda a, b: torch.broadcast_tensors(a, b), convert_layout=lambda t, layout: t,
+        inline_asm_elementwise=lambda asm, constraints, args, dtype, is_pure, pack: ASM[getattr(asm, "value", asm)](args),
+    )
+
+
+def _copy(smem: Shared, ptr: Ptr, mask=None):
+    smem.store(_load(ptr, mask, 0).to(smem.data.dtype))
+
+
+CP = types.SimpleNamespace(async_copy_global_to_shared=_copy, commit_group=lambda: None,
+                           wait_group=lambda n: None)
+
+
+def _mma(a, b, acc, is_async=False):
+    return acc + a.float() @ (b.data if isinstance(b, Shared) else b).float()
+
+
+def _mma_wait(num_outstanding=0, deps=None):
+    return deps[0] if len(deps) == 1 else tuple(deps)
+
+
+def interpreted(jit_fn, pids, seen=None):
+    """The Python function of a ``gluon.jit`` kernel bound to this interpreter's namespace for program ``pids``."""
+    fn = jit_fn.fn
+    env = dict(fn.__globals__)
+    env.update(gl=_gl(pids), cp=CP, warpgroup_mma=_mma, warpgroup_mma_wait=_mma_wait,
+               fence_async_shared=lambda: None)
+    for name in fn.__code__.co_names:  # helper kernels it calls
+        value = env.get(name)
+        if hasattr(value, "fn") and type(value).__name__ == "GluonJITFunction":
+            env[name] = interpreted(value, pids)
+    return types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def run(jit_fn, grid, *args, **constexprs):
+    """``jit_fn[grid](*args, **constexprs)`` on the CPU, tensors passed as pointers; ``num_warps`` is dropped."""
+    args = [Ptr(a) if isinstance(a, torch.Tensor) else a for a in args]
+    constexprs.pop("num_warps", None)
+    for p0 in range(grid[0]):
+        for p1 in range(grid[1]):
+            for p2 in range(grid[2]):
+                interpreted(jit_fn, (p0, p1, p2))(*args, **constexprs, num_warps=4)
+
+
+def main() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import gluon_w4a16 as g
+
+    from specbench.quantization import get_scheme, quantize_rtn
+    from specbench.quantization.backends.triton_int4 import pack
+
+    torch.manual_seed(0)
+    worst = 0.0
+    for n, k, m, bn, split in [(256, 512, 5, 128, 1), (192, 1024, 17, 64, 2), (128, 768, 33, 128, 3),
+                               (256, 512, 64, 256, 4)]:
+        qw = quantize_rtn(torch.randn(n, k) * 0.02, get_scheme("w4a16"), 128, True)
+        packed, scales, _ = pack(qw, torch.float16)
+        x = torch.randn(m, k).half()
+        ref = x.float() @ qw.dequantize().t()
+        bm = max(16, 1 << (m - 1).bit_length())
+        y = torch.zeros(m, n, dtype=torch.float16 if split == 1 else torch.float32)
+        grid = (-(-n // bn), -(-m // bm), split)
+        run(g.w4a16_wgmma_kernel, grid, x, packed, scales, y, m, n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm,
+            SPLIT=split, BF16=False, STAGES=4, num_warps=4)
+        err = ((y.float() - ref).norm() / ref.norm()).item()
+        worst = max(worst, err)
+        print(f"N {n} K {k} M {m} BN {bn} split {split}: rel. error {err:.2e}")
+    assert worst < 1e-2, worst
+
+
+if __name__ == "__main__":
+    main()
