@@ -35,7 +35,7 @@ class Ptr:
     __radd__ = __add__
 
 
-def _load(ptr: Ptr, mask=None, other=0.0):
+def _load(ptr: Ptr, mask=None, other=0.0, **hints):
     flat = ptr.base.reshape(-1)
     offs = torch.as_tensor(ptr.offsets)
     ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
@@ -44,14 +44,17 @@ def _load(ptr: Ptr, mask=None, other=0.0):
 
 
 def _store(ptr: Ptr, value, mask=None, add=False):
+    """Store (or add) ``value`` where ``mask``; returns the old values."""
     offs = torch.as_tensor(ptr.offsets)
     value = torch.broadcast_to(torch.as_tensor(value), offs.shape)
     ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
     flat = ptr.base.view(-1)
+    old = flat[torch.where(ok, offs, 0)].clone()
     if add:
         flat.index_add_(0, offs[ok], value[ok].to(flat.dtype))
     else:
         flat[offs[ok]] = value[ok].to(flat.dtype)
+    return old
 
 
 class Shared:
@@ -89,8 +92,8 @@ ASM = {pair_asm("fp16", scale=True): lambda args: _pair_planes(*args),
        "mov.b32 $0, $1;": lambda args: args[0].clone()}
 
 
-def _gl(pids):
-    """The ``gl`` namespace for one program."""
+def _gl(pids, grid):
+    """The ``gl`` namespace for one program of ``grid``."""
     def layout(*args, **kwargs):
         return None
 
@@ -98,7 +101,7 @@ def _gl(pids):
         return torch.full(tuple(shape), value, dtype=dtype)
 
     return types.SimpleNamespace(
-        program_id=lambda axis: pids[axis], float16=torch.float16, bfloat16=torch.bfloat16, float32=torch.float32,
+        program_id=lambda axis: pids[axis], num_programs=lambda axis: grid[axis], float16=torch.float16, bfloat16=torch.bfloat16, float32=torch.float32,
         int32=torch.int32, constexpr=lambda v: v, NVMMADistributedLayout=layout, DotOperandLayout=layout,
         BlockedLayout=layout, NVMMASharedLayout=layout, SwizzledSharedLayout=layout, SliceLayout=layout,
         allocate_shared_memory=lambda dtype, shape, layout: Shared(torch.zeros(tuple(shape), dtype=dtype)),
@@ -106,7 +109,8 @@ def _gl(pids):
         zeros=lambda shape, dtype, layout=None: torch.zeros(tuple(shape), dtype=dtype),
         static_range=range, thread_barrier=lambda: None, load=_load,
         store=lambda ptr, value, mask=None: _store(ptr, value, mask),
-        atomic_add=lambda ptr, value, mask=None: _store(ptr, value, mask, add=True),
+        atomic_add=lambda ptr, value, mask=None, sem=None: _store(ptr, value, mask, add=True),
+        atomic_xchg=lambda ptr, value, mask=None, sem=None: _store(ptr, value, mask),
         broadcast=lambda a, b: torch.broadcast_tensors(a, b), convert_layout=lambda t, layout: t,
         inline_asm_elementwise=lambda asm, constraints, args, dtype, is_pure, pack: ASM[getattr(asm, "value", asm)](args),
     )
@@ -128,16 +132,16 @@ def _mma_wait(num_outstanding=0, deps=None):
     return deps[0] if len(deps) == 1 else tuple(deps)
 
 
-def interpreted(jit_fn, pids, seen=None):
+def interpreted(jit_fn, pids, grid):
     """The Python function of a ``gluon.jit`` kernel bound to this interpreter's namespace for program ``pids``."""
     fn = jit_fn.fn
     env = dict(fn.__globals__)
-    env.update(gl=_gl(pids), cp=CP, warpgroup_mma=_mma, warpgroup_mma_wait=_mma_wait,
+    env.update(gl=_gl(pids, grid), cp=CP, warpgroup_mma=_mma, warpgroup_mma_wait=_mma_wait,
                fence_async_shared=lambda: None)
     for name in fn.__code__.co_names:  # helper kernels it calls
         value = env.get(name)
         if hasattr(value, "fn") and type(value).__name__ == "GluonJITFunction":
-            env[name] = interpreted(value, pids)
+            env[name] = interpreted(value, pids, grid)
     return types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
@@ -148,7 +152,7 @@ def run(jit_fn, grid, *args, **constexprs):
     for p0 in range(grid[0]):
         for p1 in range(grid[1]):
             for p2 in range(grid[2]):
-                interpreted(jit_fn, (p0, p1, p2))(*args, **constexprs, num_warps=4)
+                interpreted(jit_fn, (p0, p1, p2), grid)(*args, **constexprs, num_warps=4)
 
 
 def main() -> None:
@@ -160,20 +164,26 @@ def main() -> None:
 
     torch.manual_seed(0)
     worst = 0.0
-    for n, k, m, bn, split in [(256, 512, 5, 128, 1), (192, 1024, 17, 64, 2), (128, 768, 33, 128, 3),
-                               (256, 512, 64, 256, 4)]:
-        qw = quantize_rtn(torch.randn(n, k) * 0.02, get_scheme("w4a16"), 128, True)
-        packed, scales, _ = pack(qw, torch.float16)
-        x = torch.randn(m, k).half()
+    for n, k, m, bn, split, sym, dtype in [(256, 512, 5, 128, 1, True, torch.float16),
+                                          (192, 1024, 17, 64, 2, False, torch.float16),
+                                          (128, 768, 33, 128, 3, True, torch.bfloat16),
+                                          (256, 512, 64, 256, 4, False, torch.bfloat16)]:
+        qw = quantize_rtn(torch.randn(n, k) * 0.02, get_scheme("w4a16"), 128, sym)
+        packed, scales, zeros = pack(qw, dtype)
+        x = torch.randn(m, k).to(dtype)
         ref = x.float() @ qw.dequantize().t()
         bm = max(16, 1 << (m - 1).bit_length())
-        y = torch.zeros(m, n, dtype=torch.float16 if split == 1 else torch.float32)
         grid = (-(-n // bn), -(-m // bm), split)
-        run(g.w4a16_wgmma_kernel, grid, x, packed, scales, y, m, n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm,
-            SPLIT=split, BF16=False, STAGES=4, num_warps=4)
+        counters = torch.zeros(grid[0] * grid[1], dtype=torch.int32)
+        y = torch.empty(m, n, dtype=dtype)
+        part = torch.empty(split, m, n)
+        run(g.w4a16_wgmma_kernel, grid, x, packed, scales, scales if zeros is None else zeros, y, part, counters, m,
+            n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm, SPLIT=split, HAS_ZEROS=zeros is not None,
+            BF16=dtype == torch.bfloat16, STAGES=4, num_warps=4)
         err = ((y.float() - ref).norm() / ref.norm()).item()
         worst = max(worst, err)
-        print(f"N {n} K {k} M {m} BN {bn} split {split}: rel. error {err:.2e}")
+        print(f"N {n} K {k} M {m} BN {bn} split {split} {'symmetric' if sym else 'zero points'} "
+              f"{str(dtype)[6:]}: rel. error {err:.2e}, counters left {int(counters.abs().sum())}")
     assert worst < 1e-2, worst
 
 

@@ -5,8 +5,8 @@ so the committed kernel dequantizes and multiplies in turn; at M = 32-64 that is
 lets the kernel keep one K step's wgmmas in flight while it dequantizes the next:
 
 - y.T = W x.T per program: a [BN, BM] float32 accumulator in the wgmma layout (four or eight warps, 16 rows of BN a
-  warp, BM the instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile add theirs
-  atomically into a float32 output).
+  warp, BM the instruction's N, 16-64), over the program's share of K (``SPLIT`` programs per output tile store their
+  partials into a float32 workspace, and the last program of the tile, by an atomic counter it resets, sums them).
 - The packed words of a K step (specbench's ``blocked`` storage: 16 words per column per 128 inputs) and its scales
   come through a ``STAGES``-deep cp.async ring in shared memory, read back straight in the wgmma A-operand layout
   (``DotOperandLayout``, two K-adjacent values per register). Nibble plane j of them, made by
@@ -58,9 +58,9 @@ def _planes(words, zoff, scale, BF16: gl.constexpr):
 
 
 @gluon.jit
-def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K: gl.constexpr,
-                       BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr, BF16: gl.constexpr,
-                       STAGES: gl.constexpr, num_warps: gl.constexpr):
+def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, stride_xm, stride_ym,
+                       K: gl.constexpr, BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr,
+                       HAS_ZEROS: gl.constexpr, BF16: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
     pid_n = gl.program_id(0)
     pid_m = gl.program_id(1)
     pid_k = gl.program_id(2)
@@ -77,6 +77,7 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K
     s_shared: gl.constexpr = gl.SwizzledSharedLayout(vec=1, per_phase=1, max_phase=1, order=[0])
     w_smem = gl.allocate_shared_memory(gl.int32, [STAGES, BN, 16], w_shared)
     s_smem = gl.allocate_shared_memory(sixteen, [STAGES, BN], s_shared)
+    z_smem = gl.allocate_shared_memory(sixteen, [STAGES if HAS_ZEROS else 1, BN], s_shared)  # zero points, if any
     copy_layout: gl.constexpr = gl.BlockedLayout([1, 4], [8, 4], [num_warps, 1], [1, 0])  # 16 bytes a thread
     s_copy_layout: gl.constexpr = gl.BlockedLayout([8], [32], [num_warps], [0])
     copy_cols = pid_n * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, copy_layout))
@@ -92,10 +93,13 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K
 
     steps = K // 128 // SPLIT
     first = pid_k * steps
-    zoff = gl.full([BN, 16], 136.0 if BF16 else 1032.0, sixteen, layout=a_layout)  # off + 8, symmetric codes
+    off: gl.constexpr = 128.0 if BF16 else 1024.0
+    zoff = gl.full([BN, 16], off + 8.0, sixteen, layout=a_layout)  # off + 8: symmetric codes
     for t in gl.static_range(STAGES - 1):
         cp.async_copy_global_to_shared(w_smem.index(t), copy_words + (first + t) * N * 16, mask=copy_ok & (t < steps))
         cp.async_copy_global_to_shared(s_smem.index(t), s_ptr + (first + t) * N + s_cols, mask=s_ok & (t < steps))
+        if HAS_ZEROS:
+            cp.async_copy_global_to_shared(z_smem.index(t), z_ptr + (first + t) * N + s_cols, mask=s_ok & (t < steps))
         cp.commit_group()
     acc = gl.zeros([BN, BM], gl.float32, layout=mma)
     for i in range(steps):
@@ -105,12 +109,18 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K
         slot = i % STAGES
         words = w_smem.index(slot).load(a_layout)
         scale = s_smem.index(slot).load(gl.SliceLayout(1, a_layout))
+        if HAS_ZEROS:  # off + z, exact in 16 bits
+            z = z_smem.index(slot).load(gl.SliceLayout(1, a_layout)).to(gl.float32) + off
+            zoff = gl.broadcast(z.to(sixteen)[:, None], zoff)[0]
         ahead = i + STAGES - 1
         refill = (i + STAGES - 1) % STAGES
         cp.async_copy_global_to_shared(w_smem.index(refill), copy_words + (first + ahead) * N * 16,
                                        mask=copy_ok & (ahead < steps))
         cp.async_copy_global_to_shared(s_smem.index(refill), s_ptr + (first + ahead) * N + s_cols,
                                        mask=s_ok & (ahead < steps))
+        if HAS_ZEROS:
+            cp.async_copy_global_to_shared(z_smem.index(refill), z_ptr + (first + ahead) * N + s_cols,
+                                           mask=s_ok & (ahead < steps))
         cp.commit_group()
         x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; the wait of step i - 1 saw them done
         x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
@@ -130,38 +140,54 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, y_ptr, M, N, stride_xm, stride_ym, K
     ok = (out_rows < M)[None, :] & (out_cols < N)[:, None]
     if SPLIT == 1:
         gl.store(where, out.to(y_ptr.dtype.element_ty), mask=ok)
-    else:
-        gl.atomic_add(where, out, mask=ok)
+    else:  # each split stores its partial; the last of the tile's programs (a counter it resets) sums them
+        tile = pid_m * gl.num_programs(0) + pid_n
+        part = part_ptr + out_rows[None, :] * N + out_cols[:, None]
+        gl.store(part + pid_k * M * N, out, mask=ok)
+        done = gl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+        if done == SPLIT - 1:
+            total = gl.zeros([BN, BM], gl.float32, layout=out_layout)
+            for other in gl.static_range(SPLIT):
+                total += gl.load(part + other * M * N, mask=ok, other=0.0, cache_modifier=".cg")
+            gl.store(where, total.to(y_ptr.dtype.element_ty), mask=ok)
+            gl.atomic_xchg(count_ptr + tile, 0)
 
 
-def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, bn: int = 128, split: int = 1,
-           warps: int = 4, stages: int = 4) -> torch.Tensor:
-    """``x @ W.T`` for a symmetric g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``)."""
+def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
+           counters: torch.Tensor, bn: int = 128, split: int = 1, warps: int = 4, stages: int = 4) -> torch.Tensor:
+    """``x @ W.T`` for a g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``: packed words,
+    scales and zero points or None); ``counters`` int32 zeros, one per output tile with a K split, left zero."""
     m, k = x.shape
     n = packed.shape[1]
     bm = max(16, triton.next_power_of_2(m))
     if k % (128 * split) or bm > 64 or bn % (16 * warps):
         raise ValueError(f"K={k} split {split}, M={m}, BN={bn}, {warps} warps: K must be whole 128-blocks per split, "
                          "M <= 64, BN a multiple of 16 rows a warp")
-    y = (torch.empty if split == 1 else torch.zeros)(m, n, device=x.device,
-                                                     dtype=x.dtype if split == 1 else torch.float32)
-    w4a16_wgmma_kernel[(triton.cdiv(n, bn), triton.cdiv(m, bm), split)](
-        x, packed, scales, y, m, n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm, SPLIT=split,
-        BF16=x.dtype == torch.bfloat16, STAGES=stages, num_warps=warps)
-    return y.to(x.dtype)
+    grid = (triton.cdiv(n, bn), triton.cdiv(m, bm), split)
+    if split > 1 and counters.numel() < grid[0] * grid[1]:
+        raise ValueError(f"{counters.numel()} split-K counters, {grid[0] * grid[1]} needed")
+    y = torch.empty(m, n, device=x.device, dtype=x.dtype)
+    part = torch.empty(split, m, n, device=x.device, dtype=torch.float32) if split > 1 else y
+    w4a16_wgmma_kernel[grid](
+        x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, x.stride(0), y.stride(0),
+        K=k, BN=bn, BM=bm, SPLIT=split, HAS_ZEROS=zeros is not None, BF16=x.dtype == torch.bfloat16, STAGES=stages,
+        num_warps=warps)
+    return y
 
 
-def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4, stages: int = 4, k: int = 8192):
+def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4, stages: int = 4, k: int = 8192,
+                 zeros: bool = False):
     """The kernel built for sm_90 without a GPU; returns the compiled kernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
     act = "bf16" if bf16 else "fp16"
-    sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "y_ptr": f"*{act}" if split == 1 else "*fp32",
-           "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32", "K": "constexpr",
-           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "BF16": "constexpr", "STAGES": "constexpr",
-           "num_warps": "constexpr"}
-    const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "BF16": bf16, "STAGES": stages, "num_warps": warps}
+    sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "z_ptr": f"*{act}", "y_ptr": f"*{act}",
+           "part_ptr": "*fp32", "count_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32",
+           "K": "constexpr", "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "HAS_ZEROS": "constexpr",
+           "BF16": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
+    const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "HAS_ZEROS": zeros, "BF16": bf16, "STAGES": stages,
+             "num_warps": warps}
     divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "stride_xm", "stride_ym")]
     src = GluonASTSource(fn=w4a16_wgmma_kernel, signature=sig, constexprs=const,
                          attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
@@ -208,10 +234,13 @@ def main(argv=None) -> None:
     parser.add_argument("--compile-only", action="store_true")
     args = parser.parse_args(argv)
     if args.compile_only:
-        for bm, bn, split, warps in [(16, 128, 1, 4), (32, 128, 2, 4), (64, 128, 1, 4), (32, 256, 1, 4), (64, 64, 4, 4),
-                                     (16, 256, 1, 8), (32, 256, 1, 8), (64, 256, 1, 8), (32, 128, 1, 8)]:
-            print(f"BM {bm} BN {bn} split {split} warps {warps}:", ptxas_report(compile_sm90(bm, bn, split, warps=warps)),
-                  flush=True)
+        for bm, bn, split, warps, zeros in [(16, 128, 1, 4, False), (32, 128, 2, 4, False), (64, 128, 1, 4, False),
+                                            (64, 64, 4, 4, False), (16, 256, 1, 8, False), (32, 256, 1, 8, False),
+                                            (64, 256, 1, 8, False), (32, 128, 4, 8, False), (32, 128, 2, 4, True),
+                                            (64, 256, 1, 8, True)]:
+            kernel = compile_sm90(bm, bn, split, warps=warps, zeros=zeros)
+            print(f"BM {bm} BN {bn} split {split} warps {warps}{' zero points' if zeros else ''}:",
+                  ptxas_report(kernel), flush=True)
         return
     check_ptxas()
     from specbench.decoding.graphs import GraphedCall
@@ -222,6 +251,7 @@ def main(argv=None) -> None:
     shapes = {"70b_qkv": (10240, 8192), "70b_o": (8192, 8192), "70b_gate_up": (57344, 8192), "70b_down": (8192, 28672),
               "8b_qkv": (6144, 4096), "8b_o": (4096, 4096), "8b_gate_up": (28672, 4096), "8b_down": (4096, 14336)}
     rows = []
+    counters = torch.zeros(4096, dtype=torch.int32, device="cuda")
     for name, (n, k) in shapes.items():
         copies = max(2, min(32, -(-200_000_000 // (n * k // 2))))  # 200 MB of weights a graph: past L2
         layers = [QuantLinear(quantize_rtn(torch.randn(n, k, device="cuda", dtype=torch.float16) * 0.02,
@@ -237,10 +267,11 @@ def main(argv=None) -> None:
                         continue
                     label = f"gluon_bn{bn}_w{warps}_s{split}"
                     try:
-                        got = launch(x, layers[0].kernel.packed, layers[0].kernel.scales, bn, split, warps).float()
+                        got = launch(x, layers[0].kernel.packed, layers[0].kernel.scales, None, counters, bn, split,
+                                     warps).float()
                         err = ((got - ref).norm() / ref.norm()).item()
-                        fn = lambda: [launch(x, q.kernel.packed, q.kernel.scales, bn, split, warps)  # noqa: E731
-                                      for q in layers]
+                        fn = lambda: [launch(x, q.kernel.packed, q.kernel.scales, None, counters, bn,  # noqa: E731
+                                             split, warps) for q in layers]
                         fn()
                         graph = GraphedCall(fn)
                         graph()
