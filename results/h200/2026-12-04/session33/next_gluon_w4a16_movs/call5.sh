@@ -6,6 +6,6 @@ t0=$(date +%s)
 python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.whl/ptxas-13.5.xz'), open('/tmp/ptxas-13.5', 'wb'))" && chmod +x /tmp/ptxas-13.5 && /tmp/ptxas-13.5 --version | tail -1
 export TRITON_PTXAS_PATH=/tmp/ptxas-13.5
 D=results/h200/2026-12-04/session33/next_gluon_w4a16_movs
-timeout 90 python3 $D/gluon_w4a16.py --compile-only 2>&1 | grep -v Warn
-timeout 420 python3 $D/gluon_w4a16.py "$OUT/gluon.json" > "$OUT/gluon.log" 2>&1; echo "probe rc $? $(( $(date +%s) - t0 )) s"
+timeout 60 python3 $D/gluon_w4a16.py --compile-only 2>&1 | grep -v Warn
+timeout 490 python3 $D/gluon_w4a16.py "$OUT/gluon.json" > "$OUT/gluon.log" 2>&1; echo "probe rc $? $(( $(date +%s) - t0 )) s"
 grep '^{' "$OUT/gluon.log" | cut -c1-700; tail -5 "$OUT/gluon.log"

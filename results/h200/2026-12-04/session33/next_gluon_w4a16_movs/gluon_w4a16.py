@@ -257,7 +257,19 @@ def main(argv=None) -> None:
         layers = [QuantLinear(quantize_rtn(torch.randn(n, k, device="cuda", dtype=torch.float16) * 0.02,
                                            get_scheme("w4a16"), 128, True), None, "triton", torch.float16)
                   for _ in range(copies)]
-        for m in (16, 32, 64):
+        # zero points and bf16, checked once a shape (M = 32, BN 128, 4 warps, no split) against the reference backend
+        qz = quantize_rtn(torch.randn(n, k, device="cuda") * 0.02, get_scheme("w4a16"), 128, False)
+        for dtype in (torch.float16, torch.bfloat16):
+            xz = torch.randn(32, k, device="cuda").to(dtype)
+            ref_z = QuantLinear(qz, None, "reference", torch.float32)(xz.float())
+            kz = QuantLinear(qz, None, "triton", dtype).kernel
+            try:
+                got = launch(xz, kz.packed, kz.scales, kz.zeros, counters, 128, 1, 4).float()
+                print(json.dumps({"shape": name, "zero_points": str(dtype),
+                                  "rel_err": ((got - ref_z).norm() / ref_z.norm()).item()}), flush=True)
+            except Exception as e:
+                print(json.dumps({"shape": name, "zero_points": str(dtype), "error": str(e)[:300]}), flush=True)
+        for m in (1, 16, 32, 64):
             x = torch.randn(m, k, device="cuda", dtype=torch.float16)
             ref = layers[0](x).float()
             row = {"shape": name, "M": m, "copies": copies}
