@@ -378,13 +378,14 @@ if triton is not None:
                             part = tl.dot(xj, p[j], part)
                 if DEQ >= 7:
                     pass  # subtracted above
-                elif OFFSET and CHANNEL:
+                elif CHANNEL:
                     acc -= part
-                    xtot += xsum
-                elif OFFSET:
-                    acc -= s * (part - (z + off) * xsum[None, :])
+                    if OFFSET:
+                        xtot += xsum
+                elif OFFSET:  # the scale negated, not each element of the product (ptxas spent a LOP3 on each)
+                    acc += -s * (part - (z + off) * xsum[None, :])
                 else:
-                    acc -= part if CHANNEL else s * part
+                    acc += -s * part
             else:
                 q = _nibbles(packed, BK8, BN)
                 t = tl.arange(0, BK)  # q's row 8i + j: nibble j of word row i
@@ -406,7 +407,7 @@ if triton is not None:
                             acc -= part
                             xtot += xsum
                         else:
-                            acc -= s * (part - (z + off) * xsum[:, None])
+                            acc += -s * (part - (z + off) * xsum[:, None])
         if GEMV:
             acc = tl.sum(acc2, axis=0)[None, :]
         elif DEQ == 7:  # GROUP_COLUMNS. Column c: minus sum (off + q) x over group k_begin / GROUP + c; then zero
