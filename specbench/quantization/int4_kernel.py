@@ -49,8 +49,9 @@ Triton 3.6) at BN 128 / 256, BM 16: ``DEQ`` 5 327 / 606, 6 338 / 564, 7 259 / 46
 product needs no scaling. The scales (and zero points) are read as 32-bit words holding two columns each: Triton's
 pipeline leaves out 16-bit loads, and a value loaded outside it pins the planes' layout, so the tile went through
 shared memory to the wgmma (641 instructions per K step at BN 128, BM 16, against 418).
-Every dot path keeps minus the sum and subtracts each K step's product, negated once after the loop (negation is
-exact: the result is that of adding the product after the dot). An added product (``acc += tl.dot(a, b)``) is folded by Triton into the dot's
+Every dot path keeps minus the sum and subtracts each K step's product (a scaled one is added times the negated
+scale, which spares a negation per element), negated once after the loop (negation is exact: the result is that of
+adding the product after the dot). An added product (``acc += tl.dot(a, b)``) is folded by Triton into the dot's
 accumulator, and Triton 3.6 then starts the next K step with up to seven of the tile's wgmmas in flight. When the
 weight is the register operand, ptxas before CUDA 13.3 lets that step's dequantization overwrite the registers those
 wgmmas have yet to read (``tools.wgmma_hazards`` finds the writes in the SASS; docs/quantization.md). A subtracted
