@@ -379,7 +379,8 @@ def main(argv: list[str] | None = None) -> dict:
     combos += [(s, g, b) for b in backends for s, g in variants if s in BACKENDS[b].schemes]
     copy_bw = copy_bandwidth(device, 4 * 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]
     result = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-              "triton": package_version("triton"), "ptxas": ptxas_version(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              "triton": package_version("triton"), "ptxas": ptxas_version(),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "Ms": list(ms), "dtype": args.dtype, "copy_bandwidth_Bps": copy_bw, "budget_s": args.budget_s,
               "rows": [], "agreement": [],
               "skipped": []}
