@@ -35,19 +35,23 @@ class Ptr:
     __radd__ = __add__
 
 
+def _where(ptr: Ptr, mask) -> tuple[torch.Tensor, torch.Tensor]:
+    """(offsets, which of them the mask lets through), as tensors of one shape."""
+    offs = torch.as_tensor(ptr.offsets)
+    return offs, torch.broadcast_to(torch.as_tensor(True if mask is None else mask), offs.shape)
+
+
 def _load(ptr: Ptr, mask=None, other=0.0, **hints):
     flat = ptr.base.reshape(-1)
-    offs = torch.as_tensor(ptr.offsets)
-    ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
+    offs, ok = _where(ptr, mask)
     vals = flat[torch.where(ok, offs, 0)]
     return torch.where(ok, vals, torch.as_tensor(other, dtype=vals.dtype))
 
 
 def _store(ptr: Ptr, value, mask=None, add=False):
     """Store (or add) ``value`` where ``mask``; returns the old values."""
-    offs = torch.as_tensor(ptr.offsets)
+    offs, ok = _where(ptr, mask)
     value = torch.broadcast_to(torch.as_tensor(value), offs.shape)
-    ok = torch.ones_like(offs, dtype=torch.bool) if mask is None else torch.broadcast_to(torch.as_tensor(mask), offs.shape)
     flat = ptr.base.view(-1)
     old = flat[torch.where(ok, offs, 0)].clone()
     if add:
