@@ -106,7 +106,7 @@ def _gl(pids, grid):
 
     return types.SimpleNamespace(
         program_id=lambda axis: pids[axis], num_programs=lambda axis: grid[axis], float16=torch.float16, bfloat16=torch.bfloat16, float32=torch.float32,
-        int32=torch.int32, constexpr=lambda v: v, NVMMADistributedLayout=layout, DotOperandLayout=layout,
+        int32=torch.int32, int8=torch.int8, constexpr=lambda v: v, NVMMADistributedLayout=layout, DotOperandLayout=layout,
         BlockedLayout=layout, NVMMASharedLayout=layout, SwizzledSharedLayout=layout, SliceLayout=layout,
         allocate_shared_memory=lambda dtype, shape, layout: Shared(torch.zeros(tuple(shape), dtype=dtype)),
         arange=lambda start, end, layout=None: torch.arange(start, end), full=full,
@@ -129,7 +129,10 @@ CP = types.SimpleNamespace(async_copy_global_to_shared=_copy, commit_group=lambd
 
 
 def _mma(a, b, acc, is_async=False):
-    return acc + a.float() @ (b.data if isinstance(b, Shared) else b).float()
+    b = b.data if isinstance(b, Shared) else b
+    if not acc.dtype.is_floating_point:  # int8 operands: exact int32 sums
+        return acc + (a.long() @ b.long()).to(acc.dtype)
+    return acc + a.float() @ b.float()
 
 
 def _mma_wait(num_outstanding=0, deps=None):
