@@ -1,10 +1,12 @@
 """Run the Gluon prototype's kernel on the CPU, one program at a time, with torch tensors (session 33).
 
 Gluon has no interpreter. This one covers the subset ``gluon_w4a16.py`` uses, the way Triton's interpreter treats
-``tl``: layouts are ignored, shared memory is a tensor, asynchronous copies happen at once, waits and barriers do
-nothing, and a wgmma is a float32 matmul of its operands. Inline PTX has no meaning here, so each asm string the
-kernel uses needs a torch twin (``ASM``). What it checks: the kernel's indexing, masks, K ranges, plane order and
-accumulation. What it cannot: anything about timing, layouts or the hardware (the early register writes included).
+``tl``: layouts are ignored and shared memory is a tensor. Asynchronous work is done as late as the kernel's waits
+allow, so that a missing wait or a buffer reused too early gives wrong results: a cp.async copy reads global memory
+when issued and writes shared memory only when ``wait_group`` retires its group, and a wgmma reads its shared-memory
+operand only when ``warpgroup_mma_wait`` retires it (its register operand is a value taken at issue; early writes to
+registers are ``tools.wgmma_hazards``'s to find, in the SASS). Barriers do nothing. Inline PTX has no meaning here,
+so each asm string the kernel uses needs a torch twin (``ASM``). What it cannot check: timing, layouts, hardware.
 
     python gluon_interpret.py        # the prototype against an fp32 matmul of the dequantized weight
 """
@@ -120,35 +122,62 @@ def _gl(pids, grid):
     )
 
 
-def _copy(smem: Shared, ptr: Ptr, mask=None):
-    smem.store(_load(ptr, mask, 0).to(smem.data.dtype))
+class Accumulator:
+    """A wgmma chain's accumulator while some of its wgmmas are in flight."""
+
+    def __init__(self, value: torch.Tensor):
+        self.value = value
 
 
-CP = types.SimpleNamespace(async_copy_global_to_shared=_copy, commit_group=lambda: None,
-                           wait_group=lambda n: None)
+class Program:
+    """One program's asynchronous work, done as late as its waits allow."""
+
+    def __init__(self):
+        self.open, self.groups, self.mmas = [], [], []
+
+    def copy(self, smem: Shared, ptr: Ptr, mask=None):
+        self.open.append((smem, _load(ptr, mask, 0).to(smem.data.dtype)))  # read now, written at its wait
+
+    def commit(self):
+        self.groups.append(self.open)
+        self.open = []
+
+    def wait_copies(self, n):
+        while len(self.groups) > n:
+            for smem, data in self.groups.pop(0):
+                smem.store(data)
+
+    def mma(self, a, b, acc, is_async=False):
+        acc = acc if isinstance(acc, Accumulator) else Accumulator(acc)
+        self.mmas.append((acc, a, b))
+        return acc
+
+    def mma_wait(self, num_outstanding=0, deps=None):
+        while len(self.mmas) > num_outstanding:
+            acc, a, b = self.mmas.pop(0)
+            b = b.data if isinstance(b, Shared) else b  # the shared operand as it is now
+            if acc.value.dtype.is_floating_point:
+                acc.value = acc.value + a.float() @ b.float()
+            else:  # int8 operands: exact int32 sums
+                acc.value = acc.value + (a.long() @ b.long()).to(acc.value.dtype)
+        live = {id(acc) for acc, _, _ in self.mmas}
+        out = [d.value if isinstance(d, Accumulator) and id(d) not in live else d for d in deps]
+        return out[0] if len(out) == 1 else tuple(out)
 
 
-def _mma(a, b, acc, is_async=False):
-    b = b.data if isinstance(b, Shared) else b
-    if not acc.dtype.is_floating_point:  # int8 operands: exact int32 sums
-        return acc + (a.long() @ b.long()).to(acc.dtype)
-    return acc + a.float() @ b.float()
-
-
-def _mma_wait(num_outstanding=0, deps=None):
-    return deps[0] if len(deps) == 1 else tuple(deps)
-
-
-def interpreted(jit_fn, pids, grid):
+def interpreted(jit_fn, pids, grid, state=None):
     """The Python function of a ``gluon.jit`` kernel bound to this interpreter's namespace for program ``pids``."""
     fn = jit_fn.fn
     env = dict(fn.__globals__)
-    env.update(gl=_gl(pids, grid), cp=CP, warpgroup_mma=_mma, warpgroup_mma_wait=_mma_wait,
-               fence_async_shared=lambda: None)
+    program = state if state is not None else Program()
+    env.update(gl=_gl(pids, grid), warpgroup_mma=program.mma, warpgroup_mma_wait=program.mma_wait,
+               fence_async_shared=lambda: None,
+               cp=types.SimpleNamespace(async_copy_global_to_shared=program.copy, commit_group=program.commit,
+                                        wait_group=program.wait_copies))
     for name in fn.__code__.co_names:  # helper kernels it calls
         value = env.get(name)
         if hasattr(value, "fn") and type(value).__name__ == "GluonJITFunction":
-            env[name] = interpreted(value, pids, grid)
+            env[name] = interpreted(value, pids, grid, program)
     return types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
