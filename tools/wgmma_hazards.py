@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
-A_REGISTERS = 4  # a warpgroup MMA's A fragment: 64 x 16 bytes over 128 threads, whatever the type
+A_REGISTERS = 4  # a warpgroup MMA's A fragment: 64 rows of 32 bytes over 128 threads, whatever the type
 DIVISIBLE = ("N", "K", "stride_wn", "stride_ym")  # as Triton specializes them at the table's shapes
 
 
