@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from tools.wgmma_hazards import destinations, early_writes, loops
+from tools.int4_sass import loops
+from tools.wgmma_hazards import destinations, early_writes
 
 
 def _loop(*body: str) -> str:

@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterator
 
 import triton
 from triton.backends.compiler import GPUTarget
@@ -82,18 +83,23 @@ def resources(kernel, warps: int) -> dict:
             "per_sm": programs_per_sm(registers, kernel.metadata.shared, warps)}
 
 
-def largest_loop(sass: str) -> collections.Counter:
-    """Opcode counts of the longest loop body (label .. backward branch to it)."""
-    lines, labels, best = sass.splitlines(), {}, collections.Counter()
+def loops(sass: str) -> Iterator[list[str]]:
+    """Each loop body of a listing: the lines from a label to a backward branch to it."""
+    lines, labels = sass.splitlines(), {}
     for i, line in enumerate(lines):
         if m := re.match(r"\s*(\.L_x_\d+):", line):
             labels[m.group(1)] = i
         b = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", line)
         if b and labels.get(b.group(1), i) < i:
-            ops = [re.search(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", body)
-                   for body in lines[labels[b.group(1)]:i + 1]]
-            body = collections.Counter(m.group(1) for m in ops if m)
-            best = max(best, body, key=lambda c: sum(c.values()))
+            yield lines[labels[b.group(1)]:i + 1]
+
+
+def largest_loop(sass: str) -> collections.Counter:
+    """Opcode counts of the longest loop body."""
+    best = collections.Counter()
+    for body in loops(sass):
+        ops = [re.search(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line) for line in body]
+        best = max(best, collections.Counter(m.group(1) for m in ops if m), key=lambda c: sum(c.values()))
     return best
 
 

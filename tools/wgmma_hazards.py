@@ -17,6 +17,14 @@ import argparse
 import re
 from collections.abc import Iterator
 
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from specbench.quantization import kernel_table
+from specbench.quantization.int8_kernel import a8_kernel
+from tools.int4_sass import compile_sm90, loops, on_cubin
+
 INSTRUCTION = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)\s*([^;]*);")
 A_REGISTERS = 4  # a warpgroup MMA's A fragment: 64 rows of 32 bytes over 128 threads, whatever the type
 DIVISIBLE = ("N", "K", "stride_wn", "stride_ym")  # as Triton specializes them at the table's shapes
@@ -35,17 +43,6 @@ def destinations(opcode: str, operand: str) -> list[int]:
     elif ".WIDE" in opcode:
         width = 2
     return [int(reg.group(1)) + i for i in range(width)]
-
-
-def loops(sass: str) -> Iterator[list[str]]:
-    """Each loop body of a listing: the lines from a label to a backward branch to it."""
-    lines, labels = sass.splitlines(), {}
-    for i, line in enumerate(lines):
-        if m := re.match(r"\s*(\.L_x_\d+):", line):
-            labels[m.group(1)] = i
-        b = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", line)
-        if b and labels.get(b.group(1), i) < i:
-            yield lines[labels[b.group(1)]:i + 1]
 
 
 def early_writes(body: list[str]) -> list[tuple[str, list[int], int]]:
@@ -80,14 +77,6 @@ def early_writes(body: list[str]) -> list[tuple[str, list[int], int]]:
 def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
     """(entry key, M bucket, compiled kernel) for each dot-path entry of a Triton table, built for sm_90 once per
     distinct build."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
-
-    from specbench.quantization import kernel_table
-    from specbench.quantization.int8_kernel import a8_kernel
-    from tools.int4_sass import compile_sm90
-
     built = {}
     for key, row in kernel_table.load(gpu)["entries"].items():
         parts = key.split(":")
@@ -123,10 +112,6 @@ def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import triton
-
-    from tools.int4_sass import on_cubin
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", default="h200", help="the table to build (specbench/quantization/tables/<gpu>.json)")
     args = parser.parse_args(argv)
