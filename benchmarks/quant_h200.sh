@@ -9,6 +9,7 @@
 # TUNE_A8_SCHEMES, TUNE_A8_BUCKETS, TUNE_A8_BUDGET_S (and TUNE_MODELS, TUNE_GROUPS) the int8-activation tune (the
 # committed table lacks W4A8 per-channel M = 64 for three of the four 70B linears:
 # `STEPS="tune_a8 bench" TUNE_A8_SCHEMES=w4a8 TUNE_A8_BUCKETS="64 32" TUNE_GROUPS=-1 TUNE_A8_BUDGET_S=200`);
+# step agreement (not in the default STEPS; AGREE_TIMEOUT_S, AGREE_WORKERS) runs benchmarks/kernel_agreement.py;
 # BENCH_MODELS, BENCH_MS and BENCH_TIMEOUT_S the benchmark, BENCH_PDL="1 0" runs it with and without PDL; step tables
 # benchmarks each kernel table of BENCH_TABLES (w4a16, triton) in its own process, BENCH_ROUNDS rounds in turn; HIERSPEC_METHODS, HIERSPEC_SET (extra overrides, e.g. engine.compile=true) and HIERSPEC_TIMEOUT_S the HierSpec row.
 #   STEPS="tune bench hierspec" bash benchmarks/quant_h200.sh
@@ -23,6 +24,11 @@ if step pytest; then
   timeout ${PYTEST_TIMEOUT_S:-200} python3 -m pytest -q -p no:cacheprovider tests/test_attention.py tests/test_int4_convert.py \
       tests/test_quant_fbgemm.py tests/test_buckets.py tests/test_quant_gpu.py tests/test_quant_triton_a8_gpu.py tests/test_eagle_draft.py tests/test_graphs.py > "$OUT/pytest.log" 2>&1; echo "pytest rc $?"
   tail -3 "$OUT/pytest.log"
+fi
+if step agreement; then  # the triton backend against reference: every shipped shape, layout, dtype, M = 1..128
+  timeout ${AGREE_TIMEOUT_S:-400} python3 -m benchmarks.kernel_agreement --out "$OUT/agreement" \
+      --workers ${AGREE_WORKERS:-14} --budget-s $((${AGREE_TIMEOUT_S:-400} - 20)) > "$OUT/agreement.log" 2>&1
+  echo "agreement rc $?"; cat "$OUT/agreement/kernel_agreement.md"
 fi
 if step tune; then
   budget=${TUNE_BUDGET_S:-75}

@@ -200,6 +200,18 @@ def test_lookup_buckets_and_heuristic_fallback():
     assert check_shape(384, 2048, 64, cfg) is None
 
 
+def test_heuristic_tiles_are_powers_of_two_for_any_k():
+    # K = 384, 2304 (Gemma-2-2B's hidden size), 896: a multiple of 128 that 512 does not divide once gave BK = 384
+    for k in (384, 896, 2304, 4096):
+        for group in (32, 128, k):
+            for m in (1, 2, 33):
+                cfg = kernel_table.heuristic(96, k, group, m)
+                assert cfg.BK & (cfg.BK - 1) == 0 and check_shape(96, k, group, cfg) is None, (k, group, m, cfg)
+    assert "BK=384" in check_shape(96, 384, 384, KernelConfig("gemv", 64, 384))
+    refusal = check_shape(64, 288, 96, kernel_table.heuristic(64, 288, 96, 1))  # the schemes refuse group 96 first
+    assert "group size 96" in refusal and "power of two" in refusal
+
+
 def test_weights_with_zero_points_take_their_own_entries_else_the_symmetric_ones(monkeypatch):
     from specbench.quantization.backends.triton_int4 import Int4Triton
 

@@ -152,8 +152,13 @@ def check_shape(n: int, k: int, group: int, cfg: KernelConfig) -> str | None:
     if p % 8:
         return (f"the packing's block of {p} inputs (128 or a smaller group size) must be a multiple of 8 "
                 "(8 nibbles per int32)")
+    if p & (p - 1):
+        return (f"group size {group} gives packing blocks of {p} inputs, and the kernel's tiles need a power of two: "
+                "use a power-of-two group size (32, 64, 128) or per-channel scales")
     if k % p:
         return f"in_features {k} must be a multiple of {p} (the packing's block of inputs)"
+    if any(b & (b - 1) for b in (cfg.BN, cfg.BK, cfg.BM)):
+        return f"BN={cfg.BN}, BK={cfg.BK} and BM={cfg.BM} must be powers of two"
     if cfg.BK % p:
         return f"BK={cfg.BK} must be a multiple of the packing's block of {p} inputs"
     reason = splitk.check_split(k, k_unit(group, cfg), cfg)

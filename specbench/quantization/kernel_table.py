@@ -88,12 +88,14 @@ def _split_for(tiles: int, k: int, bk: int, sms: int) -> int:
 
 
 def _tile_k(k: int, group: int, most: int) -> int:
-    """The largest BK <= ``most`` (at least one packing block) that divides K and the group size or is a multiple
-    of it."""
+    """The largest power-of-two BK <= ``most`` that is a multiple of the packing block, divides K and divides the
+    group size or is a multiple of it; else the block (which ``check_shape`` refuses if it is no power of two)."""
     p = block_rows(k, group)
-    for bk in range(max(p, most - most % p), p - 1, -p):
-        if k % bk == 0 and (group == k or group % bk == 0 or bk % group == 0):
+    bk = 1 << (max(p, most).bit_length() - 1)
+    while bk >= p:
+        if bk % p == 0 and k % bk == 0 and (group == k or group % bk == 0 or bk % group == 0):
             return bk
+        bk //= 2
     return p
 
 
