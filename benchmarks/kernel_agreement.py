@@ -20,7 +20,6 @@ import multiprocessing
 import sys
 import time
 from dataclasses import asdict, astuple, dataclass
-from pathlib import Path
 
 import torch
 

@@ -5,8 +5,7 @@ import re
 
 import pytest
 
-from tools.int4_sass import loops
-from tools.wgmma_hazards import destinations, early_writes
+from specbench.wgmma_guard import destinations, early_writes, loops
 
 
 def _loop(*body: str) -> str:
@@ -67,3 +66,65 @@ def test_the_w4a16_dot_modes_build_for_sm90_without_early_writes():
         assert re.search(r"HGMMA\S+ R\d+, R\d+,", sass), deq  # the weight in registers: a case the check covers
         writes = [w for body in loops(sass) for w in early_writes(body)]
         assert writes == [], (deq, bm, bn, warps, extra, writes[:3])
+
+
+def _unsafe_listing() -> str:
+    return _loop("LDS.64 R68, [R13+0x100]", "WARPGROUP.ARRIVE", "HGMMA.64x64x16.F32 R24, R56, gdesc[UR16], R24, gsb0",
+                 "WARPGROUP.DEPBAR.LE gsb0, 0x1", "HADD2 R57, R1, R2")
+
+
+def test_the_guard_refuses_an_unsafe_build_by_name_and_reads_each_build_once(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    from specbench import wgmma_guard
+
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(wgmma_guard, "_checked", {})
+    monkeypatch.setattr(wgmma_guard, "_safe", set())
+    listings = {b"unsafe": _unsafe_listing(), b"safe": _unsafe_listing().replace("gsb0, 0x1", "gsb0, 0x0")}
+    read = []
+    monkeypatch.setattr(wgmma_guard, "disassemble", lambda cubin: read.append(cubin) or listings[cubin])
+    unsafe = SimpleNamespace(hash="ab" * 32, asm={"cubin": b"unsafe"})
+    safe = SimpleNamespace(hash="cd" * 32, asm={"cubin": b"safe"})
+    for _ in range(2):
+        with pytest.raises(wgmma_guard.UnsafeBuildError, match=r"the kernel X: .*1 writes, the first: .*HADD2 R57"):
+            wgmma_guard.check(unsafe, lambda: "the kernel X")
+        wgmma_guard.check(safe, lambda: "the kernel Y")
+    assert read == [b"unsafe", b"safe"]  # once each in a process
+    wgmma_guard._checked.clear()
+    wgmma_guard._safe.clear()  # a new process: the verdicts kept in Triton's cache are read, not the SASS
+    with pytest.raises(wgmma_guard.UnsafeBuildError):
+        wgmma_guard.check(unsafe, lambda: "the kernel X")
+    wgmma_guard.check(safe, lambda: "the kernel Y")
+    assert read == [b"unsafe", b"safe"]
+    wgmma_guard.check(None, lambda: "interpreted")  # the interpreter's launches return no build
+    wgmma_guard.check(SimpleNamespace(hash="ef" * 32, asm={"ptx": ""}), lambda: "no cubin")
+    monkeypatch.setattr(wgmma_guard, "ENABLED", False)  # SPECBENCH_WGMMA_GUARD=0
+    wgmma_guard.check(SimpleNamespace(hash="01" * 32, asm={"cubin": b"unsafe"}), lambda: "off")
+
+
+def test_the_guard_passes_a_real_sm90_build(monkeypatch, tmp_path):
+    triton = pytest.importorskip("triton")
+    if not os.path.exists(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "nvdisasm")):
+        pytest.skip("triton's bundled nvdisasm is not here")
+    import argparse
+
+    from specbench import wgmma_guard
+    from tools.int4_sass import compile_sm90
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path))
+    kernel = compile_sm90(argparse.Namespace(BM=16, BN=128, deq=7, warps=4, fp16=True, channel=False, zeros=False,
+                                             whole_k=False, gemv=False, BK=128, uneven=False, scales_ahead=False,
+                                             stages=4))
+    wgmma_guard.check(kernel, lambda: "DEQ 7")
+    assert id(kernel) in wgmma_guard._safe
+    assert open(os.path.join(tmp_path, *_cache_path(kernel.hash))).read() == "safe"
+
+
+def _cache_path(build_hash: str) -> list[str]:
+    from triton.runtime.cache import get_cache_manager
+
+    from specbench.wgmma_guard import VERDICT_FILE
+
+    return [os.path.relpath(get_cache_manager(build_hash).cache_dir, os.environ["TRITON_CACHE_DIR"]), VERDICT_FILE]

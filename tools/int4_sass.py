@@ -18,13 +18,13 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
 
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from specbench.quantization.int4_kernel import w4a16_kernel
+from specbench.wgmma_guard import loops
 
 POINTERS = ("x_ptr", "w_ptr", "s_ptr", "z_ptr", "y_ptr", "part_ptr", "count_ptr")
 INTS = ("M", "N", "K", "stride_xm", "stride_ym")
@@ -81,17 +81,6 @@ def resources(kernel, warps: int) -> dict:
     registers, spilled = (int(re.search(rf"{key}:(\d+)", usage).group(1)) for key in ("REG", "LOCAL"))
     return {"registers": registers, "spilled": spilled, "shared": kernel.metadata.shared,
             "per_sm": programs_per_sm(registers, kernel.metadata.shared, warps)}
-
-
-def loops(sass: str) -> Iterator[list[str]]:
-    """Each loop body of a listing: the lines from a label to a backward branch to it."""
-    lines, labels = sass.splitlines(), {}
-    for i, line in enumerate(lines):
-        if m := re.match(r"\s*(\.L_x_\d+):", line):
-            labels[m.group(1)] = i
-        b = re.search(r"BRA\s+`?\(?(\.L_x_\d+)", line)
-        if b and labels.get(b.group(1), i) < i:
-            yield lines[labels[b.group(1)]:i + 1]
 
 
 def largest_loop(sass: str) -> collections.Counter:

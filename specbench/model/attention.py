@@ -20,6 +20,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from specbench import wgmma_guard
 from specbench.model.rope import apply_rope
 
 try:
@@ -196,11 +197,12 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     l = torch.empty_like(m)
     acc = torch.empty(splits, h, n, d, dtype=torch.float32, device=q.device)
     mask2 = mask[0, 0]
-    _partial_kernel[(kv_heads, row_blocks, splits)](
+    compiled = _partial_kernel[(kv_heads, row_blocks, splits)](
         q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc, n,
         slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2), keys.stride(1), keys.stride(2), mask2.stride(0),
         mask2.stride(1), GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None,
         num_warps=max(4, block_m // 16), num_stages=2)
+    wgmma_guard.check(compiled, lambda: f"the attention kernel with {block_m} rows a program, head dim {d}")
     out = _output(q)
     rows = h * n
     per_program = merge_rows(rows, splits, d)

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specbench import wgmma_guard
 from specbench.quantization import splitk
 from specbench.quantization.splitk import TileConfig
 
@@ -465,7 +466,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     # M = 16 ran 30 % slower in session 30, but session 31 saw that slowdown in some processes with this order too
     # (docs/benchmarks.md), so the order is kept, not shown to matter
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
-    w4a16_kernel[grid](
+    compiled = w4a16_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
@@ -474,4 +475,5 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven), SCALES_AHEAD=cfg.scales_ahead,
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
+    wgmma_guard.check(compiled, lambda: f"the Triton W4A16 kernel with {cfg} on [{n}, {k}], group {group}")
     return y

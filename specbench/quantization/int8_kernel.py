@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import torch
 
+from specbench import wgmma_guard
 from specbench.quantization import splitk
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.pdl import INTERPRETED, PDL, launch_options
@@ -222,10 +223,12 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     if cfg.path == "gemv":  # the gemv path reads int32 words
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
-    a8_kernel[grid](
+    compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
         GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
+    wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on [{n}, {k}], "
+                                        f"group {group}")
     return y
