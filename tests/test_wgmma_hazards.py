@@ -128,3 +128,14 @@ def _cache_path(build_hash: str) -> list[str]:
     from specbench.wgmma_guard import VERDICT_FILE
 
     return [os.path.relpath(get_cache_manager(build_hash).cache_dir, os.environ["TRITON_CACHE_DIR"]), VERDICT_FILE]
+
+
+def test_the_guard_says_when_it_cannot_read_a_build(monkeypatch):
+    from types import SimpleNamespace
+
+    from specbench import wgmma_guard
+
+    triton = pytest.importorskip("triton")
+    monkeypatch.setattr(triton.knobs.nvidia.nvdisasm, "path", "/nonexistent/nvdisasm", raising=False)
+    with pytest.raises(RuntimeError, match="cannot read a build's SASS .*SPECBENCH_WGMMA_GUARD=0"):
+        wgmma_guard.disassemble(b"")
