@@ -193,11 +193,76 @@ def test_lookup_buckets_and_heuristic_fallback():
     assert source == "table h200" and cfg == KernelConfig(**entry["config"])
     big, _ = kernel_table.choose("h200", 8192, 8192, 128, 4096)  # prefill never splits K
     assert big.split == 1 and big.path == "dot"
-    cfg, source = kernel_table.choose("h200", 384, 2048, 128, 1)  # no entry for this shape
+    cfg, source = kernel_table.choose("h200", 384, 2048, 128, 1)  # no entry for this shape: sm_90's heuristic
+    assert source == "heuristic" and cfg.DEQ == 7 and check_shape(384, 2048, 128, cfg) is None
+    cfg, source = kernel_table.choose("h200", 384, 2048, 128, 1, hopper=False)  # the generic one
     assert source == "heuristic" and cfg.path == "gemv" and check_shape(384, 2048, 128, cfg) is None
     cfg, source = kernel_table.choose(None, 384, 2048, 64, 24)  # no table for this GPU
     assert source == "heuristic" and cfg.path == "dot" and cfg.BM == 32 and cfg.BK == 64
     assert check_shape(384, 2048, 64, cfg) is None
+
+
+HOPPER_HEURISTIC = textwrap.dedent("""
+    import torch
+    from specbench.quantization import QuantLinear, get_scheme, quantize_rtn, kernel_table
+    from specbench.quantization.backends import BACKENDS
+
+    BACKENDS["triton"].cuda_only = False  # the interpreter runs the kernel on CPU tensors
+    torch.manual_seed(0)
+    worst = 0.0
+    for n, k, group, sym in ((128, 1536, 128, True), (64, 1024, 128, False), (128, 1024, -1, True)):
+        qw = quantize_rtn(torch.randn(n, k) * 0.02, get_scheme("w4a16"), group, sym)
+        fast, ref = QuantLinear(qw, None, "triton", torch.float16), QuantLinear(qw, None, "reference", torch.float32)
+        g = k if group == -1 else group
+        for m in (1, 2, 17, 33, 65):
+            cfg = kernel_table.heuristic(n, k, g, m, sms=8, hopper=True)  # a small GPU: splits and uneven ranges
+            d = cfg.as_dict()
+            fast.kernel._chosen[m] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "hopper heuristic")
+            x = torch.randn(m, k).half()
+            y, want = fast(x).float(), ref(x.float())
+            worst = max(worst, ((y - want).norm() / want.norm()).item())
+            assert int(fast.kernel.counters.abs().sum()) == 0
+    print(f"{worst:.1e}")
+""")
+
+
+@pytest.mark.slow  # the Triton interpreter: ~20 s on two cores
+def test_hopper_heuristic_configs_match_reference_in_the_interpreter():
+    assert float(run_in_interpreter(HOPPER_HEURISTIC)) < 1e-2
+
+
+def test_hopper_heuristic_takes_the_tables_shape_of_entry():
+    shapes = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (10240, 8192), (57344, 8192), (8192, 28672),
+              (4608, 3584), (3584, 18944), (896, 896), (18944, 3584)]  # the Llama-3 shapes, then Qwen2.5-7B's, 0.5B's
+    for n, k in shapes:
+        for group in (128, 256, k):
+            if k % group:
+                continue
+            for m in (1, 2, 7, 16, 31, 64, 100, 128):
+                cfg = kernel_table.heuristic(n, k, group, m, hopper=True)
+                assert check_shape(n, k, group, cfg) is None and cfg.path == "dot" and cfg.BK == 128, (n, k, m, cfg)
+                assert cfg.DEQ == (7 if m == 1 and group != k else 5) and cfg.BM == min(64, max(16, m if m & (m - 1)
+                                                                                                 == 0 else 1 << m.bit_length()))
+                assert cfg.split & (cfg.split - 1) == 0 or cfg.split == k // 128
+    # the table's own M = 1 entries for the 70B o and gate/up, and the 8B down: the same tile and split
+    for n, k, split in ((8192, 8192, 4), (57344, 8192, 4), (4096, 14336, 8)):
+        cfg = kernel_table.heuristic(n, k, 128, 1, hopper=True)
+        assert (cfg.BN, cfg.split, cfg.DEQ) == (128, split, 7)
+    # groups under 128 have no plane modes: the generic heuristic
+    assert kernel_table.heuristic(4096, 4096, 64, 1, hopper=True) == kernel_table.heuristic(4096, 4096, 64, 1)
+    assert kernel_table.choose(None, 4096, 4608, 128, 16, hopper=True)[0].DEQ == 5  # an untuned shape on an sm_90
+    assert kernel_table.choose(None, 4096, 4608, 128, 16)[0].DEQ == 0  # elsewhere: the generic heuristic
+
+
+def test_an_h100_runs_the_h200_table_and_says_so():
+    assert kernel_table.table_of("h100") == "h200" and kernel_table.table_of("h200") == "h200"
+    assert kernel_table.table_of(None) is None
+    for m in (1, 16, 64):
+        h100, source = kernel_table.choose("h100", 8192, 8192, 128, m)
+        assert h100 == kernel_table.choose("h200", 8192, 8192, 128, m)[0] and source == "table h200 (for h100)"
+    assert kernel_table.backend_order("h100", "w4a16")[1] == "table h200 (for h100)"
+    assert kernel_table.describe_source("h100", 8192, 8192, 128) == "table h200 (for h100)"
+    assert kernel_table.describe_source("h200", 8192, 8192, 128) == "table h200"
 
 
 def test_heuristic_tiles_are_powers_of_two_for_any_k():

@@ -12,9 +12,13 @@ symmetric weight's.
 Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
 kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
 
-Heuristics (documented fallbacks). w4a16: M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two
-<= 512 that the K split allows); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK 128
-(64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
+A GPU without a table of its own runs its sibling's (``SIBLINGS``, same architecture and SM count), and results
+say so ("table h200 (for h100)").
+
+Heuristics (documented fallbacks). w4a16 on sm_90, groups of 128 and up or per-channel: ``heuristic_hopper``, the
+table's usual shape of entry. Otherwise: M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two
+<= 512 that divides K and the group); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK
+128 (64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
 weight bytes per channel), halved down to 32 until it divides K and the group, BN = 16 KB of weights per tile over
 those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K
 is split so that about two programs per SM run (at most 16 splits), for M <= 128.
@@ -36,6 +40,9 @@ from specbench.quantization.schemes import SCHEMES
 TABLES = Path(__file__).parent / "tables"
 GPUS = ("h200", "h100")
 SMS = {"h200": 132, "h100": 132}
+# the same architecture (sm_90) and SM count: a GPU without a committed table of its own runs its sibling's entries
+SIBLINGS = {"h100": "h200"}
+HOPPER = ("h200", "h100")  # table keys of sm_90 GPUs: their heuristic is ``heuristic_hopper``
 MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need only cover M <= 128
 
 
@@ -56,13 +63,28 @@ def shape_key(n: int, k: int, group: int, scheme: str = "w4a16", zero_points: bo
     return key if scheme == "w4a16" else f"{scheme}:{key}"
 
 
+# the GPU whose committed table each GPU runs with: its own, else its sibling's; read once, so that a forward traced by
+# torch.compile touches no file
+TABLE_OF = {gpu: next((g for g in (gpu, SIBLINGS.get(gpu)) if g and (TABLES / f"{g}.json").exists()), None)
+            for gpu in GPUS}
+
+
+def table_of(gpu: str | None) -> str | None:
+    """The GPU whose committed table ``gpu`` runs with: its own, else its sibling's (``SIBLINGS``), else None."""
+    return TABLE_OF.get(gpu)
+
+
+def table_label(gpu: str | None) -> str:
+    """How results name the table ``gpu`` runs with: "table h200", or "table h200 (for h100)" for a sibling's."""
+    table = table_of(gpu)
+    return f"table {table}" + ("" if table == gpu else f" (for {gpu})")
+
+
 @lru_cache(maxsize=None)
 def load(gpu: str | None) -> dict:
-    """The committed table for ``gpu`` ({} when there is none)."""
-    path = TABLES / f"{gpu}.json"
-    if gpu is None or not path.exists():
-        return {}
-    return json.loads(path.read_text())
+    """The committed table ``gpu`` runs with (``table_of``; {} when there is none)."""
+    table = table_of(gpu)
+    return {} if table is None else json.loads((TABLES / f"{table}.json").read_text())
 
 
 # auto's order per scheme where the GPU has no table (or the table names none): specbench's kernel, then the
@@ -76,7 +98,7 @@ def backend_order(gpu: str | None, scheme: str) -> tuple[tuple[str, ...], str]:
     """The backends ``quant.backend=auto`` tries for ``scheme``, fastest first, and where the order comes from."""
     order = load(gpu).get("backends", {}).get(scheme)
     if order:
-        return tuple(order), f"table {gpu}"
+        return tuple(order), table_label(gpu)
     return DEFAULT_ORDER.get(scheme, ()), "default order"
 
 
@@ -99,7 +121,11 @@ def _tile_k(k: int, group: int, most: int) -> int:
     return p
 
 
-def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfig:
+def heuristic(n: int, k: int, group: int, m: int, sms: int = 132, hopper: bool = False) -> KernelConfig:
+    if hopper:
+        cfg = heuristic_hopper(n, k, group, m, sms)
+        if cfg is not None:
+            return cfg
     if m == 1:
         bk = _tile_k(k, group, 512)
         return KernelConfig("gemv", 64, bk, _split_for(-(-n // 64), k, bk, sms), warps=4, stages=1)
@@ -110,14 +136,49 @@ def heuristic(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfi
     return KernelConfig("dot", 64, bk, split, BM=bm, warps=4, stages=3)
 
 
+def _split_to(programs: float, tiles: int, units: int, least: int = 1) -> int:
+    """The smallest power of two >= ``least`` (at most 16 and ``units``) giving ``tiles`` x split >= ``programs``."""
+    split = 1 << (max(1, least) - 1).bit_length()
+    while tiles * split < programs and 2 * split <= min(16, units):
+        split *= 2
+    return min(split, units)
+
+
+def heuristic_hopper(n: int, k: int, group: int, m: int, sms: int = 132) -> KernelConfig | None:
+    """sm_90, grouped weights of groups >= 128 or per-channel: the table's usual shape of entry (None otherwise).
+    M = 1: one group per MMA column (``DEQ`` 7; per-channel ``DEQ`` 5), BN 128, 4 warps, 4 stages; M > 1: the planes
+    joined into one wgmma a tile (``DEQ`` 5), BM the power of two >= M in [16, 64], BN 128 from N = 8192 up (else
+    64), 8 warps for 128 x 64 tiles, 3 stages. BK 128; K split (unevenly where it must) until about two programs per
+    SM run, for M <= 128."""
+    channel = group == k
+    if not channel and (group < 128 or group & (group - 1)):
+        return None
+    units = k // 128
+    if m == 1:
+        deq = 5 if channel else 7
+        least = 1 if channel else -(-(k // group) // 16)  # DEQ 7: at most BM = 16 groups a program
+        if not channel:
+            units = k // group
+        split = _split_to(1.9 * sms, -(-n // 128), units, least)
+        cfg = KernelConfig("dot", 128, 128, split, BM=16, warps=4, stages=4, DEQ=deq, uneven=units % split != 0)
+    else:
+        bm = min(64, max(16, 1 << (m - 1).bit_length()))
+        bn = 128 if n >= 8192 else 64
+        tiles = -(-n // bn) * -(-m // bm)
+        split = _split_to(1.9 * sms, tiles, units) if m <= MAX_SPLIT_M else 1
+        cfg = KernelConfig("dot", bn, 128, split, BM=bm, warps=8 if bn * bm >= 128 * 64 else 4, stages=3, DEQ=5,
+                           uneven=units % split != 0)
+    return cfg if check_shape(n, k, group, cfg) is None else None
+
+
 def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
                     zero_points: bool = False) -> str:
     """A layer's ``info["autotune"]``: "table <gpu>" when the table has its shape, else the heuristic."""
     entries = load(gpu).get("entries", {})
     if zero_points and shape_key(n, k, group, scheme, True) in entries:
-        return f"table {gpu} (zero points)"
+        return f"{table_label(gpu)} (zero points)"
     if shape_key(n, k, group, scheme) in entries:
-        return f"table {gpu}" + (" (symmetric weight's entries)" if zero_points else "")
+        return table_label(gpu) + (" (symmetric weight's entries)" if zero_points else "")
     return "heuristic (no table entry)"
 
 
@@ -134,12 +195,13 @@ def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) 
 
 
 def kernel_of(scheme: str):
-    """(config class, ``check(n, k, group, cfg)``, ``heuristic(n, k, group, m, sms)``) of ``scheme``'s kernel."""
+    """(config class, ``check(n, k, group, cfg)``, ``heuristic(n, k, group, m, sms, hopper)``) of ``scheme``'s
+    kernel."""
     if scheme == "w4a16":
         return KernelConfig, check_shape, heuristic
     bits = SCHEMES[scheme].bits
     return (A8Config, lambda n, k, g, cfg: int8_kernel.check_shape(n, k, g, bits, cfg),
-            lambda n, k, g, m, sms=132: heuristic_a8(n, k, g, m, bits, sms))
+            lambda n, k, g, m, sms=132, hopper=False: heuristic_a8(n, k, g, m, bits, sms))
 
 
 def weight_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4a16",
@@ -157,10 +219,11 @@ def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",
-           entries: dict | None = None) -> tuple[object, str]:
-    """(config, "table <gpu>" or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows; ``entries``:
+           entries: dict | None = None, hopper: bool | None = None) -> tuple[object, str]:
+    """(config, ``table_label`` or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows; ``entries``:
     the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by torch.compile reads no
-    file."""
+    file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``HOPPER``)."""
+    hopper = gpu in HOPPER if hopper is None else hopper
     config_cls, check, fallback = kernel_of(scheme)
     entries = tuned_entries(gpu, n, k, group, scheme) if entries is None else entries
     if entries:
@@ -172,5 +235,5 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w
         if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
             cfg = config_cls(**{**cfg.as_dict(), "split": 1})
         if cfg is not None and check(n, k, group, cfg) is None:
-            return cfg, f"table {gpu}"
-    return fallback(n, k, group, m, SMS.get(gpu, 132)), "heuristic"
+            return cfg, table_label(gpu)
+    return fallback(n, k, group, m, SMS.get(gpu, 132), hopper), "heuristic"

@@ -79,7 +79,7 @@ def both_k_ranges(configs: list) -> list:
 
 def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...] = ()) -> list[KernelConfig]:
     """Configs worth timing for this shape and M (the heuristic's first, then ``also``), each one that fits."""
-    out = [kernel_table.heuristic(n, k, group, m), *also]
+    out = [kernel_table.heuristic(n, k, group, m, hopper=True), *also]  # the tune's GPUs are sm_90
     if m == 1:
         grid = itertools.product((16, 32, 64, 128), (256, 512, 1024, 2048), (4, 8), (1,))
         out += [KernelConfig("gemv", bn, bk, s, warps=w, stages=st) for bn, bk, w, st in grid for s in SPLITS]

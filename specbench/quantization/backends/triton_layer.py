@@ -16,6 +16,7 @@ class TritonLayer(nn.Module):
                  zero_points: bool = False):
         super().__init__()
         self.n, self.k, self.group, self.scheme, self.gpu = n, k, group, scheme, gpu
+        self.hopper = device.type == "cuda" and torch.cuda.get_device_capability(device)[0] == 9  # sm_90 heuristic
         # the most any config with blocks of at least 16 uses, up to the largest M that splits K
         worst = splitk.counters_needed(n, kernel_table.MAX_SPLIT_M, 16, 16)
         self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=device))
@@ -27,7 +28,7 @@ class TritonLayer(nn.Module):
         """The launch config for M rows (cached per M) and where it came from."""
         if m not in self._chosen:
             cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme,
-                                               self._entries)
+                                               self._entries, self.hopper)
             if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
                 raise ValueError(f"config {cfg} has blocks under 16")
             d = cfg.as_dict()
