@@ -340,6 +340,20 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
         resolve("auto", int8, torch.bfloat16)
 
 
+def test_auto_backend_on_a_gpu_without_a_table_prefers_marlin_then_specbench(monkeypatch):
+    """An A100 (the papers' GPU) has no committed table: Marlin (GPTQModel), SpecMQuant's kernel there, comes first;
+    without GPTQModel specbench's kernel, whose configs there are heuristic."""
+    monkeypatch.setattr(kernel_table, "gpu_key", lambda device=None: None)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA A100-SXM4-80GB")
+    qw = OnH200(**quantize_rtn(torch.randn(64, 256), get_scheme("w4a16"), 128).__dict__)
+    monkeypatch.setattr(BACKENDS["marlin"], "package", "torch")  # "installed"
+    assert resolve("auto", qw, torch.float16)[0] == "marlin"
+    monkeypatch.setattr(BACKENDS["marlin"], "package", "a_package_that_is_not_installed")
+    name, how = resolve("auto", qw, torch.float16)
+    assert (name, how) == ("triton", "auto (default order, NVIDIA A100-SXM4-80GB)")
+    assert kernel_table.backend_order(None, "w4a8")[0][:2] == ("marlin", "triton")
+
+
 def test_tune_candidates_offer_plane_dots_at_every_m_and_keep_the_current_entry():
     from specbench.quantization.tune import candidates
 

@@ -1,8 +1,8 @@
 """Committed kernel data per GPU: the config ``tune`` measured fastest per weight shape and M bucket, and the
 backend order ``quant.backend=auto`` follows per scheme (``backends``, from ``bench_quant_linear`` runs).
 
-Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", from the CUDA device
-name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
+Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", "h800", from the CUDA
+device name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
 (N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was. W4A16 weights with
 zero points (AWQ, asymmetric GPTQ) have entries of their own (``tune --zero-points``: the kernel that subtracts a
@@ -38,16 +38,16 @@ from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.schemes import SCHEMES
 
 TABLES = Path(__file__).parent / "tables"
-GPUS = ("h200", "h100")
-SMS = {"h200": 132, "h100": 132}
+GPUS = ("h200", "h100", "h800")
+SMS = {"h200": 132, "h100": 132, "h800": 132}
 # the same architecture (sm_90) and SM count: a GPU without a committed table of its own runs its sibling's entries
-SIBLINGS = {"h100": "h200"}
-HOPPER = ("h200", "h100")  # table keys of sm_90 GPUs: their heuristic is ``heuristic_hopper``
+SIBLINGS = {"h100": "h200", "h800": "h200"}
+HOPPER = GPUS  # table keys of sm_90 GPUs: their heuristic is ``heuristic_hopper``
 MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need only cover M <= 128
 
 
 def gpu_key(device: torch.device | None = None) -> str | None:
-    """"h200"/"h100" for those GPUs, else None."""
+    """"h200", "h100" or "h800" for those GPUs (the name's part: a GH200 is "h200"), else None."""
     if not torch.cuda.is_available():
         return None
     name = torch.cuda.get_device_name(device).lower()
@@ -87,9 +87,11 @@ def load(gpu: str | None) -> dict:
     return {} if table is None else json.loads((TABLES / f"{table}.json").read_text())
 
 
-# auto's order per scheme where the GPU has no table (or the table names none): specbench's kernel, then the
-# maintained ones that can run it
-DEFAULT_ORDER = {"w4a16": ("triton", "gemlite", "fbgemm", "torch", "marlin"), "w4a8": ("triton", "gemlite", "marlin"),
+# auto's order per scheme where the GPU has no table (or the table names none). 4-bit weights: Marlin and QQQ first
+# (GPTQModel, the ``gptq`` extra), the kernels SpecMQuant measured on its A100, tuned for Ampere and flat in M; on such
+# a GPU specbench's W4A16 kernel runs heuristic configs, which on the H200's shapes took 3-20x the tuned time at
+# M = 16-64. Then specbench's kernels, then the other maintained ones that can run the scheme.
+DEFAULT_ORDER = {"w4a16": ("marlin", "triton", "gemlite", "fbgemm", "torch"), "w4a8": ("marlin", "triton", "gemlite"),
                  "w8a8_int8": ("triton", "gemlite"), "w8a8_fp8": ("fbgemm", "gemlite", "torch"), "w8a16": ("gemlite",),
                  "w4a8_fp8": ("fbgemm",)}
 
