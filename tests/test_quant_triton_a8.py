@@ -23,7 +23,7 @@ INTERPRETED = textwrap.dedent("""
     from pathlib import Path
     import torch
     from specbench.model import load_model
-    from specbench.quantization import QuantLinear, QuantizedWeight, build_quantizer, get_scheme, quantize_rtn
+    from specbench.quantization import QuantLinear, QuantizedWeight, build_quantizer, get_scheme, kernel_table, quantize_rtn
     from specbench.quantization.act_quant_kernel import quantize_per_token
     from specbench.quantization.backends import BACKENDS
     from specbench.quantization.backends.triton_a8 import A8Triton
@@ -90,7 +90,11 @@ INTERPRETED = textwrap.dedent("""
         ("w4a8 g64 float", 1, C("gemv", 64, 32, split=2)), ("w4a8 g64 float", 17, C("dot", 16, 64, split=2)),
         ("w8a8", 3, C("dot", 32, 64, split=3, uneven=True)), ("w4a8 g128", 1, C("gemv", 16, 64, split=3, uneven=True)),
         ("w4a8 ch", 17, C("dot", 16, 64, split=2, BM=32, uneven=True)),  # uneven K ranges; equal on their code
+        # sm_90's heuristic for per-channel weights (K tiles of 256, 4 stages), on a small GPU so that K splits
+        ("w8a8", 17, kernel_table.heuristic_a8(40, 512, 512, 17, 8, sms=8, hopper=True)),
+        ("w4a8 ch", 33, kernel_table.heuristic_a8(40, 512, 512, 33, 4, sms=8, hopper=True)),
     ]
+    assert all(c.BK == 256 and c.split == 2 and c.stages == 4 for _, _, c in cases[-2:])
     for name, m, cfg in cases:
         qw = weights[name]
         exact = run(qw, m, fp32, cfg)
@@ -179,7 +183,7 @@ def test_a8_table_keys_and_heuristics():
     big, _ = kernel_table.choose(None, 8192, 8192, 8192, 4096, "w4a8")  # prefill never splits K
     assert big.split == 1
     assert kernel_table.backend_order(None, "w8a8_int8")[0][0] == "triton"
-    assert kernel_table.backend_order(None, "w4a8")[0][0] == "triton"
+    assert kernel_table.backend_order(None, "w4a8")[0][:2] == ("marlin", "triton")  # Marlin's QQQ where no table
 
 
 def test_tune_candidates_fit_every_shipped_shape():
@@ -191,6 +195,6 @@ def test_tune_candidates_fit_every_shipped_shape():
                 bits = get_scheme(scheme).bits
                 for m in (1, 16, 64):
                     cands = KERNELS[scheme].candidates(n, k, group, m)
-                    assert cands[0] == kernel_table.heuristic_a8(n, k, group, m, bits) and len(cands) >= 8
+                    assert cands[0] == kernel_table.heuristic_a8(n, k, group, m, bits, hopper=True) and len(cands) >= 8
                     assert all(check_shape(n, k, group, bits, c) is None for c in cands), (scheme, n, k, m)
                     assert {c.path for c in cands} == ({"gemv", "dot"} if m == 1 else {"dot"})

@@ -20,8 +20,9 @@ table's usual shape of entry. Otherwise: M = 1 -> the ``gemv`` path, BN 64, BK 5
 <= 512 that divides K and the group); M > 1 -> the ``dot`` path, BM = the power of two >= M in [16, 64], BN 64, BK
 128 (64 when the group is smaller). w8a8_int8 / w4a8: M = 1 -> ``gemv``, BK 512 for 8 bits and 1024 for 4 (512
 weight bytes per channel), halved down to 32 until it divides K and the group, BN = 16 KB of weights per tile over
-those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way). For all: K
-is split so that about two programs per SM run (at most 16 splits), for M <= 128.
+those bytes, between 32 and 128; M > 1 -> ``dot``, BM as above, BN 64, BK 128 (halved the same way; on sm_90 with
+per-channel weights BK 256, 4 stages and about one program per SM, as the table's entries are). For all: K is split so
+that about two programs per SM run (at most 16 splits), for M <= 128.
 """
 
 from __future__ import annotations
@@ -184,16 +185,17 @@ def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "
     return "heuristic (no table entry)"
 
 
-def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132) -> A8Config:
-    bk = 512 * 8 // bits if m == 1 else 128
+def heuristic_a8(n: int, k: int, group: int, m: int, bits: int, sms: int = 132, hopper: bool = False) -> A8Config:
+    channel_dot = hopper and m > 1 and group == k  # sm_90 per-channel: the table's K tiles of 256, 4 stages, 1 wave
+    bk = 512 * 8 // bits if m == 1 else 256 if channel_dot else 128
     while bk > 32 and (k % bk or (group != k and group % bk)):
         bk //= 2
     if m == 1:
         bn = min(128, max(32, 16384 // (bk * bits // 8)))
         return A8Config("gemv", bn, bk, _split_for(-(-n // bn), k, bk, sms), warps=4, stages=2)
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
-    split = _split_for(-(-n // 64) * -(-m // bm), k, bk, sms) if m <= MAX_SPLIT_M else 1
-    return A8Config("dot", 64, bk, split, BM=bm, warps=4, stages=3)
+    split = _split_for(-(-n // 64) * -(-m // bm), k, bk, sms // 2 if channel_dot else sms) if m <= MAX_SPLIT_M else 1
+    return A8Config("dot", 64, bk, split, BM=bm, warps=4, stages=4 if channel_dot else 3)
 
 
 def kernel_of(scheme: str):
@@ -203,7 +205,7 @@ def kernel_of(scheme: str):
         return KernelConfig, check_shape, heuristic
     bits = SCHEMES[scheme].bits
     return (A8Config, lambda n, k, g, cfg: int8_kernel.check_shape(n, k, g, bits, cfg),
-            lambda n, k, g, m, sms=132, hopper=False: heuristic_a8(n, k, g, m, bits, sms))
+            lambda n, k, g, m, sms=132, hopper=False: heuristic_a8(n, k, g, m, bits, sms, hopper))
 
 
 def weight_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4a16",

@@ -110,7 +110,7 @@ def candidates(n: int, k: int, group: int, m: int, also: tuple[KernelConfig, ...
 
 def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Config]:
     """Configs worth timing for the int8-activation kernel (the heuristic's first), each one that fits."""
-    out = [kernel_table.heuristic_a8(n, k, group, m, bits)]
+    out = [kernel_table.heuristic_a8(n, k, group, m, bits, hopper=True)]  # the tune's GPUs are sm_90
     grouped = group != k
     if m == 1:  # gemv: 256-1024 weight bytes per channel per tile (grouped 4-bit: half a group or one)
         bks = (group // 2, group) if grouped else tuple(b * 8 // bits for b in (256, 512, 1024))
