@@ -43,6 +43,7 @@ from specbench.decoding.generate import generate
 from specbench.decoding.phases import PhaseTimer
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
+from specbench.model import gemv
 from benchmarks import host_gaps
 from benchmarks.common import busy_intervals, free, smoke_parser
 from specbench.runner.environment import package_version, ptxas_version
@@ -302,6 +303,7 @@ def main(argv: list[str] | None = None) -> dict:
             row = {"method": name, "error": f"{type(err).__name__}: {str(err)[:300]}"}
             print(f"  failed: {row['error']}", flush=True)
         result["methods"].append(row)
+        result["gemv_configs"] = gemv.chosen_configs()
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "bench_sd_loop.json").write_text(json.dumps(result, indent=1, default=str))
         (args.out / "bench_sd_loop.md").write_text(markdown(result))

@@ -85,3 +85,12 @@ def test_gemv_model_is_labelled_and_falls_back_off_gpu():
         kernels.append(model_identity(model, "cpu")["kernel"])
     assert kernels == ["F.linear (stacked qkv, gate/up)", "Triton GEMV at 1 row, F.linear above (stacked qkv, gate/up)"]
     torch.testing.assert_close(outputs[1], outputs[0], rtol=0, atol=0)
+
+
+def test_chosen_configs_name_each_autotuned_shape_for_the_result_rows(monkeypatch):
+    triton = pytest.importorskip("triton")
+    assert gemv.chosen_configs() == "none"  # no GEMV ran in this process
+    config = triton.Config({"BLOCK_N": 2, "BLOCK_K": 2048}, num_warps=4, num_stages=1)
+    monkeypatch.setattr(gemv.tuned_kernel, "cache", {(4096, 14336, "torch.bfloat16", "torch.bfloat16"): config})
+    assert gemv.chosen_configs() == ("4096x14336 torch.bfloat16/torch.bfloat16: BLOCK_N 2, BLOCK_K 2048, 4 warps, "
+                                     "1 stages")

@@ -4,7 +4,7 @@ At batch 1 a decode step is a chain of matrix-vector products whose cost is read
 cuBLAS picks GEMM tiles for these and reaches about three quarters of the copy bandwidth on an H200; this
 kernel streams the weight in [BLOCK_N, BLOCK_K] tiles, accumulates products in float32 registers and reduces
 once per program. Configurations are autotuned per (N, K) on first use (before any CUDA-graph capture, since
-``GraphedCall`` warms up first). The op is a ``torch.library`` custom op so ``torch.compile`` keeps it whole
+``GraphedCall`` warms up first); ``chosen_configs`` says which, and result rows record it (``gemv_configs``). The op is a ``torch.library`` custom op so ``torch.compile`` keeps it whole
 and fuses the norms, RoPE and activations around it. Rows other than one, other dtypes and CPU tensors go to
 ``F.linear``. ``GemvLinear`` is the linear the engine builds a 16-bit model with on a GPU (``engine.gemv``).
 """
@@ -66,6 +66,15 @@ if triton is not None:
 
     tuned_kernel = triton.autotune(CONFIGS, key=["N", "K"], prune_configs_by={"early_config_prune": _fitting})(
         gemv_kernel)
+
+
+def chosen_configs() -> str:
+    """The tile the autotuner chose for each (N, K, dtype) this process ran, for results ("none" before any)."""
+    if triton is None or not tuned_kernel.cache:
+        return "none"
+    return "; ".join(f"{n}x{k} {'/'.join(dtypes)}: BLOCK_N {c.kwargs['BLOCK_N']}, BLOCK_K {c.kwargs['BLOCK_K']}, "
+                     f"{c.num_warps} warps, {c.num_stages} stages"
+                     for (n, k, *dtypes), c in sorted(tuned_kernel.cache.items(), key=lambda t: str(t[0])))
 
 
 def launch(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], config: dict | None = None):

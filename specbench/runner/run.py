@@ -31,6 +31,7 @@ from specbench.decoding.replay import ReplayAcceptance, per_task_replay
 from specbench.drafters import DRAFTERS, drafter_conf
 from specbench.engine import Engine, torch_dtype
 from specbench.errors import ConfigError
+from specbench.model import gemv
 from specbench.quantization import describe
 from specbench.runner.build import load_tokenizer, sampling_params
 from specbench.runner.config import check_settings, config_hash, flatten
@@ -258,7 +259,8 @@ def run_method(cfg, engine: Engine, session, tokenizer, spec, questions, store: 
     if cfg.timing.warmup:
         for question in {q.question_id: q for _, q in todo}.values():
             one(question, 0, [], cfg.runtime.seed, 1)
-    identity |= {"target_build_s": target_build_s, "warmup_s": time.perf_counter() - started}
+    identity |= {"target_build_s": target_build_s, "warmup_s": time.perf_counter() - started,
+                 "gemv_configs": gemv.chosen_configs()}  # autotuned during the warm-up
     progress = Progress(len(todo), cfg.output.progress, cfg.drafter.label or cfg.drafter.name)
     for repeat, question in todo:
         rows, steps, answers = [], [], []
