@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> dict:
     device = "cpu" if args.smoke else "cuda"
     ms = SMOKE_MS if args.smoke else tuple(range(1, args.max_m + 1))
     shapes = {s: ["smoke"] for s in SMOKE_SHAPES} if args.smoke else shipped_shapes()
-    items = [Item(args.backend, s, g, zp, ao, dt, n, k) for s, g, zp, ao in LAYOUTS if args.schemes is None or s in args.schemes
-             for dt in args.dtypes for n, k in shapes
+    items = [Item(args.backend, s, g, zp, ao, dt, n, k) for s, g, zp, ao in LAYOUTS
+             if args.schemes is None or s in args.schemes for dt in args.dtypes for n, k in shapes
              # the interpreter's tl.dot misreads bf16 operands made by a cast (tests/test_quant_triton.py)
              if not (args.smoke and s == "w4a16" and dt == "bfloat16")]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> dict:
         write_text_atomic(args.out / "kernel_agreement.md", summary(result["rows"]))
         status = outcome.get("refused") or outcome.get("failed") or \
             f"worst {outcome['worst_rel_error']:.2e} at M={outcome['worst_m']} ({'ok' if outcome['ok'] else 'FAIL'})"
-        print(f"{item.backend} {item.scheme} g{item.group_size} zp={item.zero_points} act_order={item.act_order} {item.dtype} "
-              f"{item.n}x{item.k}: {status}", flush=True)
+        print(f"{item.backend} {item.scheme} g{item.group_size} zp={item.zero_points} act_order={item.act_order} "
+              f"{item.dtype} {item.n}x{item.k}: {status}", flush=True)
 
     deadline = time.monotonic() + args.budget_s
     jobs = [(item, ms, device) for item in todo]

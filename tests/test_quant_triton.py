@@ -241,8 +241,8 @@ def test_hopper_heuristic_takes_the_tables_shape_of_entry():
             for m in (1, 2, 7, 16, 31, 64, 100, 128):
                 cfg = kernel_table.heuristic(n, k, group, m, hopper=True)
                 assert check_shape(n, k, group, cfg) is None and cfg.path == "dot" and cfg.BK == 128, (n, k, m, cfg)
-                assert cfg.DEQ == (7 if m == 1 and group != k else 5) and cfg.BM == min(64, max(16, m if m & (m - 1)
-                                                                                                 == 0 else 1 << m.bit_length()))
+                bm = min(64, max(16, 1 << (m - 1).bit_length()))  # the power of two >= M in [16, 64]
+                assert cfg.DEQ == (7 if m == 1 and group != k else 5) and cfg.BM == bm
                 assert cfg.split & (cfg.split - 1) == 0 or cfg.split == k // 128
     # the table's own M = 1 entries for the 70B o and gate/up, and the 8B down: the same tile and split
     for n, k, split in ((8192, 8192, 4), (57344, 8192, 4), (4096, 14336, 8)):

@@ -23,7 +23,9 @@ INTERPRETED = textwrap.dedent("""
     from pathlib import Path
     import torch
     from specbench.model import load_model
-    from specbench.quantization import QuantLinear, QuantizedWeight, build_quantizer, get_scheme, kernel_table, quantize_rtn
+    from specbench.quantization import (
+        QuantLinear, QuantizedWeight, build_quantizer, get_scheme, kernel_table, quantize_rtn,
+    )
     from specbench.quantization.act_quant_kernel import quantize_per_token
     from specbench.quantization.backends import BACKENDS
     from specbench.quantization.backends.triton_a8 import A8Triton

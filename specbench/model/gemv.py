@@ -4,8 +4,9 @@ At batch 1 a decode step is a chain of matrix-vector products whose cost is read
 cuBLAS picks GEMM tiles for these and reaches about three quarters of the copy bandwidth on an H200; this
 kernel streams the weight in [BLOCK_N, BLOCK_K] tiles, accumulates products in float32 registers and reduces
 once per program. Configurations are autotuned per (N, K) on first use (before any CUDA-graph capture, since
-``GraphedCall`` warms up first); ``chosen_configs`` says which, and result rows record it (``gemv_configs``). The op is a ``torch.library`` custom op so ``torch.compile`` keeps it whole
-and fuses the norms, RoPE and activations around it. Rows other than one, other dtypes and CPU tensors go to
+``GraphedCall`` warms up first); ``chosen_configs`` says which, and result rows record it (``gemv_configs``). The
+op is a ``torch.library`` custom op so ``torch.compile`` keeps it whole and fuses the norms, RoPE and activations
+around it. Rows other than one, other dtypes and CPU tensors go to
 ``F.linear``. ``GemvLinear`` is the linear the engine builds a 16-bit model with on a GPU (``engine.gemv``).
 """
 
