@@ -109,10 +109,10 @@ def _work(job: tuple[Item, tuple[int, ...], str]) -> tuple[Item, dict]:
 
 
 def summary(rows: list[dict]) -> str:
-    """Markdown: one line per backend, layout and dtype, its worst item and how many items passed or were
-    refused."""
+    """Markdown: one line per backend, layout and dtype, its worst item, how many items passed or were refused,
+    and where their configs came from (table entry or heuristic, counted over M values)."""
     lines = ["| backend | scheme | group | zero points | act order | dtype | items ok | refused | failed | "
-             "worst rel. error (shape, M) | bound |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "worst rel. error (shape, M) | bound | configs (M values) |", "|---" * 12 + "|"]
     layout = lambda r: tuple(r[f] for f in list(Item.__dataclass_fields__)[:6])  # noqa: E731 - all but the shape
     for this in dict.fromkeys(map(layout, rows)):
         mine = [r for r in rows if layout(r) == this]
@@ -121,8 +121,14 @@ def summary(rows: list[dict]) -> str:
         where = (f"{worst['worst_rel_error']:.2e} ({worst['n']}x{worst['k']}, M={worst['worst_m']})"
                  if worst else "-")
         bound = worst["tolerance"] if worst else "-"
+        sources: dict[str, int] = {}
+        for r in run:
+            for source, count in r["config_sources"].items():
+                sources[source] = sources.get(source, 0) + count
+        configs = ", ".join(f"{source} {count}" for source, count in sorted(sources.items())) or "-"
         lines.append(f"| {' | '.join(map(str, this))} | {sum(r.get('ok', False) for r in run)} of {len(run)} | "
-                     f"{sum('refused' in r for r in mine)} | {sum('failed' in r for r in mine)} | {where} | {bound} |")
+                     f"{sum('refused' in r for r in mine)} | {sum('failed' in r for r in mine)} | {where} | {bound} | "
+                     f"{configs} |")
     return "\n".join(lines) + "\n"
 
 

@@ -36,6 +36,7 @@ def test_smoke_checks_every_layout_resumes_and_records_refusals(tmp_path):
     assert "in_features 200 must be a multiple of 128" in result["refused"]["refused"]
     table = (tmp_path / "kernel_agreement.md").read_text()
     assert "| triton | w4a16 | 128 | True | False | float16 | 2 of 2 | 0 | 0 |" in table
+    assert table.count("| heuristic 12 |") == len(table.splitlines()) - 2  # 2 shapes x 6 M values a line
 
 
 def test_a_kernel_wrong_at_one_m_fails_there(monkeypatch):
