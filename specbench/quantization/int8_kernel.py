@@ -229,6 +229,6 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
-    scheme = "W8A8" if bits == 8 else "W4A8"
-    wgmma_guard.check(compiled, lambda: f"the Triton {scheme} kernel with {cfg} on [{n}, {k}], group {group}")
+    wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "
+                                        f"[{n}, {k}], group {group}")
     return y

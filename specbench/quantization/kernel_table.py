@@ -39,11 +39,10 @@ from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.schemes import SCHEMES
 
 TABLES = Path(__file__).parent / "tables"
-GPUS = ("h200", "h100", "h800")
+GPUS = ("h200", "h100", "h800")  # all sm_90: their heuristic is ``heuristic_hopper``
 SMS = {"h200": 132, "h100": 132, "h800": 132}
 # the same architecture (sm_90) and SM count: a GPU without a committed table of its own runs its sibling's entries
 SIBLINGS = {"h100": "h200", "h800": "h200"}
-HOPPER = GPUS  # table keys of sm_90 GPUs: their heuristic is ``heuristic_hopper``
 MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need only cover M <= 128
 
 
@@ -226,8 +225,8 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w
            entries: dict | None = None, hopper: bool | None = None) -> tuple[object, str]:
     """(config, ``table_label`` or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows; ``entries``:
     the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by torch.compile reads no
-    file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``HOPPER``)."""
-    hopper = gpu in HOPPER if hopper is None else hopper
+    file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``GPUS``)."""
+    hopper = gpu in GPUS if hopper is None else hopper
     config_cls, check, fallback = kernel_of(scheme)
     entries = tuned_entries(gpu, n, k, group, scheme) if entries is None else entries
     if entries:
