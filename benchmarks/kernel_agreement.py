@@ -108,6 +108,10 @@ def _work(job: tuple[Item, tuple[int, ...], str]) -> tuple[Item, dict]:
         return item, {"failed": f"{type(err).__name__}: {str(err)[:500]}", "ok": False}
 
 
+def _out_of_memory(outcome: dict) -> bool:
+    return outcome.get("failed", "").startswith("OutOfMemoryError")
+
+
 def summary(rows: list[dict]) -> str:
     """Markdown: one line per backend, layout and dtype, its worst item, how many items passed or were refused,
     and where their configs came from (table entry or heuristic, counted over M values)."""
@@ -156,13 +160,19 @@ def main(argv: list[str] | None = None) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "kernel_agreement.json"
     result = json.loads(path.read_text()) if path.exists() else {"rows": [], "runs": []}
+    result["rows"] = [r for r in result["rows"] if not _out_of_memory(r)]  # retried, with the others done
     done = set(map(Item.of, result["rows"]))
     todo = [i for i in items if i not in done]
     result["runs"].append({**environment(device), "command": "python -m benchmarks.kernel_agreement "
                            + " ".join(sys.argv[1:] if argv is None else argv), "backend": args.backend,
                            "ms": [min(ms), max(ms)], "items": len(todo)})
 
+    crowded: list[Item] = []  # ran out of GPU memory beside the other workers: retried alone in this process
+
     def record(item: Item, outcome: dict) -> None:
+        if _out_of_memory(outcome) and args.workers and item not in crowded:
+            crowded.append(item)
+            return
         result["rows"].append({**asdict(item), "models": shapes[(item.n, item.k)], **outcome})
         result["rows"].sort(key=lambda r: astuple(Item.of(r)))
         write_text_atomic(path, json.dumps(result, indent=1))
@@ -190,6 +200,10 @@ def main(argv: list[str] | None = None) -> dict:
         finally:
             pool.terminate()
             pool.join()
+        for item in crowded:
+            if time.monotonic() > deadline:
+                break
+            record(*_work((item, ms, device)))
     result["left"] = len(set(items) - set(map(Item.of, result["rows"])))
     write_text_atomic(path, json.dumps(result, indent=1))
     return result
