@@ -8,7 +8,8 @@ row independent, so it is computed once at the largest M). The bound is the issu
 <= 1e-2 for 4-bit weights, <= 5e-3 for 8-bit. A layout the kernel refuses for a shape is recorded with the
 refusal's message. Items run in ``--workers`` spawned processes (compilation dominates); each finished item is
 written to ``kernel_agreement.json`` at once, and a rerun with the same ``--out`` skips the items it holds, so a
-cut-off run resumes. ``--smoke`` runs tiny shapes on the CPU, under Triton's interpreter (``TRITON_INTERPRET=1``).
+cut-off run resumes. An item that runs out of GPU memory beside the other workers is run again alone after them
+(and on resume). ``--smoke`` runs tiny shapes on the CPU, under Triton's interpreter (``TRITON_INTERPRET=1``).
 
     python -m benchmarks.kernel_agreement --out results/kernel_agreement   # from the repository root
 """

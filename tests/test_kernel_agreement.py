@@ -56,3 +56,49 @@ def test_a_kernel_wrong_at_one_m_fails_there(monkeypatch):
     wrong = check(item, ms, "cpu")
     assert not wrong["ok"] and wrong["worst_m"] == 17 and wrong["worst_rel_error"] == pytest.approx(0.03, rel=0.05)
     assert max(e for m, e in zip(ms, wrong["rel_errors"]) if m != 17) < 1e-3
+
+
+class _InProcessPool:
+    """multiprocessing's Pool, run in this process, so that a patched ``_work`` reaches the 'workers'."""
+
+    def __init__(self, n):
+        pass
+
+    def imap_unordered(self, fn, jobs):
+        outcomes = map(fn, jobs)
+        return type("Results", (), {"next": lambda self, timeout: next(outcomes)})()
+
+    def terminate(self):
+        pass
+
+    def join(self):
+        pass
+
+
+def test_items_out_of_memory_are_retried_alone_and_on_resume(monkeypatch, tmp_path):
+    calls = []
+
+    def crowded_once(job):  # the first try of every item runs out of memory; alone it passes
+        item = job[0]
+        calls.append(item)
+        if calls.count(item) == 1:
+            return item, {"failed": "OutOfMemoryError: CUDA out of memory.", "ok": False}
+        return item, {"ok": True, "worst_rel_error": 0.0, "worst_m": 1}
+
+    monkeypatch.setattr(kernel_agreement, "INTERPRETED", True)
+    monkeypatch.setattr(kernel_agreement, "_work", crowded_once)
+    monkeypatch.setattr(kernel_agreement.multiprocessing, "get_context", lambda _: type("Ctx", (), {
+        "Pool": _InProcessPool}))
+    monkeypatch.setattr(kernel_agreement, "summary", lambda rows: "")
+    args = ["--smoke", "--out", str(tmp_path), "--schemes", "w8a8_int8", "--workers", "2"]
+    first = kernel_agreement.main(args)
+    assert len(first["rows"]) == 4 and all(r["ok"] for r in first["rows"]) and len(calls) == 8
+
+    # a row that ran out of memory in an earlier version of the file is checked again, the others are kept
+    saved = json.loads((tmp_path / "kernel_agreement.json").read_text())
+    saved["rows"][0].update(failed="OutOfMemoryError: CUDA out of memory.", ok=False)
+    (tmp_path / "kernel_agreement.json").write_text(json.dumps(saved))
+    calls.clear()
+    again = kernel_agreement.main(args[:-1] + ["0"])  # alone: its outcome is kept whatever it is
+    assert [r["items"] for r in again["runs"]] == [4, 1] and len(calls) == 1
+    assert again["rows"][0]["failed"].startswith("OutOfMemoryError") and again["left"] == 0
