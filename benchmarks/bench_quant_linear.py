@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import signal
 import statistics
 import sys
@@ -266,7 +267,7 @@ def markdown(result: dict) -> str:
         at, first = {r["M"]: r for r in rows}, rows[0]
         ratios = " | ".join(f"x{at[m]['ratio_to_M1']:.2f}" if m in at else "-" for m in ms[1:])
         bw = f"{first['bandwidth_vs_copy']:.0%}" if "bandwidth_vs_copy" in first else "-"
-        mode = (first.get("autotune") or "-").split(" (")[0]
+        mode = re.sub(r" \((?!for )[^)]*\)", "", first.get("autotune") or "-")  # keeps "(for h100)"
         lines.append(f"| {model} | {scheme} | {backend} | {first['kernel']} | {mode} | {first['stack_ms']:.3f} | "
                      f"{ratios} | {bw} |")
     gem = {key: rows for key, rows in by_key.items() if key[2] == "gemlite"}

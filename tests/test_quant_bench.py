@@ -1,16 +1,28 @@
-"""The quantized-linear benchmark runs end to end on CPU in --smoke mode and writes its tables."""
+"""The quantized-linear benchmark runs end to end on CPU in --smoke mode and writes its tables; its Markdown labels."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 
-from benchmarks.bench_quant_linear import VARIANTS, main
+import pytest
 
-pytestmark = pytest.mark.slow  # minutes on two CPU cores; CI runs it
+from benchmarks.bench_quant_linear import VARIANTS, main, markdown
 
 
+def test_markdown_names_a_sibling_gpus_table_and_drops_the_other_notes():
+    row = {"model": "m", "scheme": "w4a16", "group_size": 128, "backend": "triton", "kernel": "k", "M": 1,
+           "stack_ms": 1.0, "ratio_to_M1": 1.0}
+    result = {"Ms": [1], "device": "NVIDIA H100 80GB HBM3", "copy_bandwidth_Bps": 3e12, "agreement": [],
+              "skipped": [], "rows": [{**row, "autotune": "table h200 (for h100)"},
+                                      {**row, "model": "z", "autotune": "table h200 (for h100) (zero points)"},
+                                      {**row, "model": "h", "autotune": "heuristic (no table entry)"}]}
+    lines = markdown(result).splitlines()
+    assert "| m | w4a16 g128 | triton | k | table h200 (for h100) | 1.000 |  | - |" in lines
+    assert "| z | w4a16 g128 | triton | k | table h200 (for h100) | 1.000 |  | - |" in lines
+    assert "| h | w4a16 g128 | triton | k | heuristic | 1.000 |  | - |" in lines
+
+
+@pytest.mark.slow  # minutes on two CPU cores; CI runs it
 def test_bench_smoke_writes_json_and_markdown(tmp_path):
     result = main(["--smoke", "--out", str(tmp_path)])  # it pins torch to 1 thread, as conftest already has
     saved = json.loads((tmp_path / "quant_linear.json").read_text())
@@ -26,6 +38,7 @@ def test_bench_smoke_writes_json_and_markdown(tmp_path):
     assert "| smoke | w4a16 g128 | reference |" in table and result["device"] == "cpu"
 
 
+@pytest.mark.slow
 def test_bench_zero_points_quantizes_w4a16_asymmetrically_and_labels_it(tmp_path):
     main(["--smoke", "--out", str(tmp_path), "--schemes", "w4a16", "w8a16", "--zero-points"])
     saved = json.loads((tmp_path / "quant_linear.json").read_text())
@@ -35,6 +48,7 @@ def test_bench_zero_points_quantizes_w4a16_asymmetrically_and_labels_it(tmp_path
     assert "| smoke | w4a16 g128 zero points | reference |" in (tmp_path / "quant_linear.md").read_text()
 
 
+@pytest.mark.slow
 def test_bench_dtype_float16_runs_the_layers_in_float16_and_labels_them(tmp_path):
     main(["--smoke", "--out", str(tmp_path), "--schemes", "w4a16", "--dtype", "float16"])
     saved = json.loads((tmp_path / "quant_linear.json").read_text())
