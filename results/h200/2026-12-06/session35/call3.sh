@@ -10,7 +10,7 @@ for f in "$OUT"/stack_*1; do echo "== $f"; grep -E "^\| llama" "$f"/*.md | cut -
 python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.whl/ptxas-13.5.xz'), open('/tmp/ptxas-13.5', 'wb'))" && chmod +x /tmp/ptxas-13.5 && /tmp/ptxas-13.5 --version | tail -1
 export TRITON_PTXAS_PATH=/tmp/ptxas-13.5
 D=results/h200/2026-12-04/session33/next_gluon_w4a16_movs
-timeout 300 python3 $D/gluon_w4a16.py "$OUT/gluon.json" > "$OUT/gluon.log" 2>&1; echo "probe rc $? $(( $(date +%s) - t0 )) s"
+timeout 260 python3 $D/gluon_w4a16.py "$OUT/gluon.json" > "$OUT/gluon.log" 2>&1; echo "probe rc $? $(( $(date +%s) - t0 )) s"
 grep '^{' "$OUT/gluon.log" | cut -c1-900; tail -4 "$OUT/gluon.log" | cut -c1-400
 tar czf "$OUT/all.tgz" -C "$OUT" --exclude all.tgz . 2>/dev/null
 echo "total $(( $(date +%s) - t0 )) s"
