@@ -60,7 +60,8 @@ def _planes(words, zoff, scale, BF16: gl.constexpr):
 @gluon.jit
 def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M, N, stride_xm, stride_ym,
                        K: gl.constexpr, BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr,
-                       HAS_ZEROS: gl.constexpr, BF16: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr):
+                       HAS_ZEROS: gl.constexpr, BF16: gl.constexpr, STAGES: gl.constexpr, num_warps: gl.constexpr,
+                       X_RING: gl.constexpr = False):
     pid_n = gl.program_id(0)
     pid_m = gl.program_id(1)
     pid_k = gl.program_id(2)
@@ -70,7 +71,10 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=2)
     x_layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [num_warps, 1], [1, 0])
     x_shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=128, element_bitwidth=16, rank=2)
-    x_smem = gl.allocate_shared_memory(sixteen, [2, BM, 128], x_shared)  # two buffers of a step's 128 inputs
+    # two buffers of a step's 128 inputs, stored by the threads; or (X_RING, session 35) STAGES + 1 filled by cp.async
+    # with the weights: step i refills the buffer of step i - 2, whose wgmmas are all done (the loop's comments)
+    XS: gl.constexpr = STAGES + 1 if X_RING else 2
+    x_smem = gl.allocate_shared_memory(sixteen, [XS, BM, 128], x_shared)
 
     # the packed words and scales of STAGES K steps in flight: a cp.async ring, read back in the A-operand layout
     w_shared: gl.constexpr = gl.SwizzledSharedLayout(vec=2, per_phase=1, max_phase=8, order=[1, 0])
@@ -100,6 +104,8 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M
         cp.async_copy_global_to_shared(s_smem.index(t), s_ptr + (first + t) * N + s_cols, mask=s_ok & (t < steps))
         if HAS_ZEROS:
             cp.async_copy_global_to_shared(z_smem.index(t), z_ptr + (first + t) * N + s_cols, mask=s_ok & (t < steps))
+        if X_RING:
+            cp.async_copy_global_to_shared(x_smem.index(t), x_rows + (first + t) * 128, mask=x_ok & (t < steps))
         cp.commit_group()
     acc = gl.zeros([BN, BM], gl.float32, layout=mma)
     for i in range(steps):
@@ -121,9 +127,15 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M
         if HAS_ZEROS:
             cp.async_copy_global_to_shared(z_smem.index(refill), z_ptr + (first + ahead) * N + s_cols,
                                            mask=s_ok & (ahead < steps))
+        if X_RING:  # into step i - 2's buffer
+            cp.async_copy_global_to_shared(x_smem.index(ahead % XS), x_rows + (first + ahead) * 128,
+                                           mask=x_ok & (ahead < steps))
         cp.commit_group()
-        x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; the wait of step i - 1 saw them done
-        x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
+        if X_RING:
+            x_buf = x_smem.index(i % XS)
+        else:
+            x_buf = x_smem.index(i % 2)  # the wgmmas of step i - 2 read this buffer; step i - 1's wait saw them done
+            x_buf.store(gl.load(x_rows + kb * 128, mask=x_ok, other=0.0))
         fence_async_shared()
         p = _planes(words, zoff, gl.broadcast(scale[:, None], zoff)[0], BF16)
         for j in gl.static_range(8):  # plane j copied after step i - 1's wgmma j is done (docstring)
@@ -154,7 +166,8 @@ def w4a16_wgmma_kernel(x_ptr, w_ptr, s_ptr, z_ptr, y_ptr, part_ptr, count_ptr, M
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
-           counters: torch.Tensor, bn: int = 128, split: int = 1, warps: int = 4, stages: int = 4) -> torch.Tensor:
+           counters: torch.Tensor, bn: int = 128, split: int = 1, warps: int = 4, stages: int = 4,
+           x_ring: bool = False) -> torch.Tensor:
     """``x @ W.T`` for a g128 W4A16 weight in the committed kernel's storage (``Int4Triton.pack``: packed words,
     scales and zero points or None); ``counters`` int32 zeros, one per output tile with a K split, left zero."""
     m, k = x.shape
@@ -171,12 +184,12 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     w4a16_wgmma_kernel[grid](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, x.stride(0), y.stride(0),
         K=k, BN=bn, BM=bm, SPLIT=split, HAS_ZEROS=zeros is not None, BF16=x.dtype == torch.bfloat16, STAGES=stages,
-        num_warps=warps)
+        num_warps=warps, X_RING=x_ring)
     return y
 
 
 def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 4, stages: int = 4, k: int = 8192,
-                 zeros: bool = False):
+                 zeros: bool = False, x_ring: bool = False):
     """The kernel built for sm_90 without a GPU; returns the compiled kernel."""
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -185,9 +198,9 @@ def compile_sm90(bm: int, bn: int, split: int, bf16: bool = False, warps: int = 
     sig = {"x_ptr": f"*{act}", "w_ptr": "*i32", "s_ptr": f"*{act}", "z_ptr": f"*{act}", "y_ptr": f"*{act}",
            "part_ptr": "*fp32", "count_ptr": "*i32", "M": "i32", "N": "i32", "stride_xm": "i32", "stride_ym": "i32",
            "K": "constexpr", "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "HAS_ZEROS": "constexpr",
-           "BF16": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
+           "BF16": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr", "X_RING": "constexpr"}
     const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "HAS_ZEROS": zeros, "BF16": bf16, "STAGES": stages,
-             "num_warps": warps}
+             "num_warps": warps, "X_RING": x_ring}
     divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "stride_xm", "stride_ym")]
     src = GluonASTSource(fn=w4a16_wgmma_kernel, signature=sig, constexprs=const,
                          attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
