@@ -2,9 +2,11 @@
 
 Gluon has no interpreter. This one covers the subset ``gluon_w4a16.py`` uses, the way Triton's interpreter treats
 ``tl``: layouts are ignored and shared memory is a tensor. Asynchronous work is done as late as the kernel's waits
-allow, so that a missing wait or a buffer reused too early gives wrong results: a cp.async copy reads global memory
-when issued and writes shared memory only when ``wait_group`` retires its group, and a wgmma reads its shared-memory
-operand only when ``warpgroup_mma_wait`` retires it (its register operand is a value taken at issue; early writes to
+allow, so that a missing wait gives wrong results: a cp.async copy reads global memory when issued and writes shared
+memory only when ``wait_group`` retires its group, and a wgmma reads its shared-memory operand only when
+``warpgroup_mma_wait`` retires it. ``run(..., copies="early")`` writes each copy's shared memory when it is issued
+instead (the hardware may land it any time in between), so that a buffer refilled while a wgmma in flight still reads
+it gives wrong results too (session 35) (its register operand is a value taken at issue; early writes to
 registers are ``tools.wgmma_hazards``'s to find, in the SASS). Barriers do nothing. Inline PTX has no meaning here,
 so each asm string the kernel uses needs a torch twin (``ASM``). What it cannot check: timing, layouts, hardware.
 
@@ -132,11 +134,15 @@ class Accumulator:
 class Program:
     """One program's asynchronous work, done as late as its waits allow."""
 
-    def __init__(self):
-        self.open, self.groups, self.mmas = [], [], []
+    def __init__(self, copies: str = "late"):
+        self.open, self.groups, self.mmas, self.early = [], [], [], copies == "early"
 
     def copy(self, smem: Shared, ptr: Ptr, mask=None):
-        self.open.append((smem, _load(ptr, mask, 0).to(smem.data.dtype)))  # read now, written at its wait
+        data = _load(ptr, mask, 0).to(smem.data.dtype)  # read now; written now ("early") or at its wait
+        if self.early:
+            smem.store(data)
+        else:
+            self.open.append((smem, data))
 
     def commit(self):
         self.groups.append(self.open)
@@ -165,11 +171,11 @@ class Program:
         return out[0] if len(out) == 1 else tuple(out)
 
 
-def interpreted(jit_fn, pids, grid, state=None):
+def interpreted(jit_fn, pids, grid, state=None, copies="late"):
     """The Python function of a ``gluon.jit`` kernel bound to this interpreter's namespace for program ``pids``."""
     fn = jit_fn.fn
     env = dict(fn.__globals__)
-    program = state if state is not None else Program()
+    program = state if state is not None else Program(copies)
     env.update(gl=_gl(pids, grid), warpgroup_mma=program.mma, warpgroup_mma_wait=program.mma_wait,
                fence_async_shared=lambda: None,
                cp=types.SimpleNamespace(async_copy_global_to_shared=program.copy, commit_group=program.commit,
@@ -181,14 +187,15 @@ def interpreted(jit_fn, pids, grid, state=None):
     return types.FunctionType(fn.__code__, env, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
-def run(jit_fn, grid, *args, **constexprs):
-    """``jit_fn[grid](*args, **constexprs)`` on the CPU, tensors passed as pointers; ``num_warps`` is dropped."""
+def run(jit_fn, grid, *args, copies="late", **constexprs):
+    """``jit_fn[grid](*args, **constexprs)`` on the CPU, tensors passed as pointers; ``num_warps`` is dropped;
+    ``copies``: when cp.async copies land ("late": at their wait, "early": when issued)."""
     args = [Ptr(a) if isinstance(a, torch.Tensor) else a for a in args]
     constexprs.pop("num_warps", None)
     for p0 in range(grid[0]):
         for p1 in range(grid[1]):
             for p2 in range(grid[2]):
-                interpreted(jit_fn, (p0, p1, p2), grid)(*args, **constexprs, num_warps=4)
+                interpreted(jit_fn, (p0, p1, p2), grid, copies=copies)(*args, **constexprs, num_warps=4)
 
 
 def main() -> None:
@@ -213,13 +220,17 @@ def main() -> None:
         counters = torch.zeros(grid[0] * grid[1], dtype=torch.int32)
         y = torch.empty(m, n, dtype=dtype)
         part = torch.empty(split, m, n)
-        run(g.w4a16_wgmma_kernel, grid, x, packed, scales, scales if zeros is None else zeros, y, part, counters, m,
-            n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm, SPLIT=split, HAS_ZEROS=zeros is not None,
-            BF16=dtype == torch.bfloat16, STAGES=4, num_warps=4)
-        err = ((y.float() - ref).norm() / ref.norm()).item()
-        worst = max(worst, err)
-        print(f"N {n} K {k} M {m} BN {bn} split {split} {'symmetric' if sym else 'zero points'} "
-              f"{str(dtype)[6:]}: rel. error {err:.2e}, counters left {int(counters.abs().sum())}")
+        # x through the cp.async ring (session 35); copies landing as late and as early as the hardware may land them
+        for x_ring, stages, copies in ((False, 4, "late"), (False, 4, "early"), (True, 3, "late"), (True, 3, "early"),
+                                       (True, 4, "late"), (True, 4, "early")):
+            run(g.w4a16_wgmma_kernel, grid, x, packed, scales, scales if zeros is None else zeros, y, part, counters,
+                m, n, x.stride(0), y.stride(0), K=k, BN=bn, BM=bm, SPLIT=split, HAS_ZEROS=zeros is not None,
+                BF16=dtype == torch.bfloat16, STAGES=stages, num_warps=4, X_RING=x_ring, copies=copies)
+            err = ((y.float() - ref).norm() / ref.norm()).item()
+            worst = max(worst, err)
+            print(f"N {n} K {k} M {m} BN {bn} split {split} {'symmetric' if sym else 'zero points'} "
+                  f"{str(dtype)[6:]}{' x ring' if x_ring else ''} stages {stages}, copies {copies}: rel. error {err:.2e}, "
+                  f"counters left {int(counters.abs().sum())}")
     assert worst < 1e-2, worst
 
 
