@@ -19,7 +19,7 @@ The committed W4A8 kernel (``int8_kernel``, dot path) waits for each K step's in
 
     python gluon_w4a8.py --compile-only     # sm_90 builds on the CPU: registers, serialization, early writes
     python gluon_w4a8.py --interpret        # the kernel's source on the CPU (results/.../gluon_interpret.py)
-    python gluon_w4a8.py OUT.json           # GPU: agreement with the committed kernel, and µs against it
+    python gluon_w4a8.py OUT.json [--ring]  # GPU: agreement with the committed kernel, and µs against it
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def _operand(b, ASM: gl.constexpr):
 @gluon.jit
 def w4a8_wgmma_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, y_ptr, part_ptr, count_ptr, M, N, stride_wn, stride_ym,
                       K: gl.constexpr, BN: gl.constexpr, BM: gl.constexpr, SPLIT: gl.constexpr,
-                      STAGES: gl.constexpr, num_warps: gl.constexpr):
+                      STAGES: gl.constexpr, num_warps: gl.constexpr, X_RING: gl.constexpr = False):
     pid_n = gl.program_id(0)
     pid_m = gl.program_id(1)
     pid_k = gl.program_id(2)
@@ -63,7 +63,10 @@ def w4a8_wgmma_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, y_ptr, part_ptr, count_ptr,
     a_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=mma, k_width=4)
     x_layout: gl.constexpr = gl.BlockedLayout([1, 16], [16, 2], [num_warps, 1], [1, 0])
     x_shared: gl.constexpr = gl.NVMMASharedLayout(swizzle_byte_width=32, element_bitwidth=8, rank=2)
-    x_smem = gl.allocate_shared_memory(gl.int8, [8, BM, 32], x_shared)  # two sets of even/odd x two chunks
+    # sets of a step's four x tiles (even/odd x two chunks): two stored by the threads; or (X_RING, session 35)
+    # STAGES + 1 filled by cp.async with the weights, step i refilling step i - 2's set (its wgmmas are all done)
+    XS: gl.constexpr = STAGES + 1 if X_RING else 2
+    x_smem = gl.allocate_shared_memory(gl.int8, [4 * XS, BM, 32], x_shared)
 
     w_shared: gl.constexpr = gl.SwizzledSharedLayout(vec=4, per_phase=1, max_phase=8, order=[1, 0])
     w_smem = gl.allocate_shared_memory(gl.int8, [2 * STAGES, BN, 32], w_shared)  # the ring: two chunks a step
@@ -82,6 +85,11 @@ def w4a8_wgmma_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, y_ptr, part_ptr, count_ptr,
         for c in gl.static_range(2):  # bytes 64 (first + t) + 32 c of each row
             cp.async_copy_global_to_shared(w_smem.index(2 * t + c), w_rows + (first + t) * 64 + 32 * c,
                                            mask=col_ok & (t < steps))
+        if X_RING:
+            for q in gl.static_range(4):
+                cp.async_copy_global_to_shared(x_smem.index(4 * t + q),
+                                               x_rows + (q // 2) * (K // 2) + (first + t) * 64 + 32 * (q % 2),
+                                               mask=x_ok & (t < steps))
         cp.commit_group()
     acc = gl.zeros([BN, BM], gl.int32, layout=mma)
     for i in range(steps):
@@ -95,11 +103,17 @@ def w4a8_wgmma_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, y_ptr, part_ptr, count_ptr,
         for c in gl.static_range(2):
             cp.async_copy_global_to_shared(w_smem.index(2 * (ahead % STAGES) + c),
                                            w_rows + (first + ahead) * 64 + 32 * c, mask=col_ok & (ahead < steps))
+        if X_RING:  # into step i - 2's set
+            for q in gl.static_range(4):
+                cp.async_copy_global_to_shared(x_smem.index(4 * (ahead % XS) + q),
+                                               x_rows + (q // 2) * (K // 2) + (first + ahead) * 64 + 32 * (q % 2),
+                                               mask=x_ok & (ahead < steps))
         cp.commit_group()
-        x_set = 4 * (i % 2)  # that set was last read by step i - 2's wgmmas, done by step i - 1's last wait
-        for q in gl.static_range(4):  # even inputs 64 kb + 32 c in tile c, odd ones (at K / 2) in tile 2 + c
-            x_smem.index(x_set + q).store(gl.load(x_rows + (q // 2) * (K // 2) + kb * 64 + 32 * (q % 2), mask=x_ok,
-                                                  other=0))
+        x_set = 4 * (i % XS)  # without the ring: last read by step i - 2's wgmmas, done by step i - 1's last wait
+        if not X_RING:
+            for q in gl.static_range(4):  # even inputs 64 kb + 32 c in tile c, odd ones (at K / 2) in tile 2 + c
+                x_smem.index(x_set + q).store(gl.load(x_rows + (q // 2) * (K // 2) + kb * 64 + 32 * (q % 2),
+                                                      mask=x_ok, other=0))
         fence_async_shared()
         acc = warpgroup_mma(_operand(w0, LOW_ASM), x_smem.index(x_set + 0).permute((1, 0)), acc, is_async=True)
         acc = warpgroup_mma_wait(num_outstanding=3, deps=(acc,))
@@ -146,7 +160,8 @@ def grid_of(n: int, m: int, bn: int, bm: int, split: int) -> tuple[int, int, int
     return triton.cdiv(n, bn), triton.cdiv(m, bm), split
 
 
-def launch(xq, sx, weight, ws, counters, dtype, bn=128, bm=64, split=1, warps=4, stages=4, interpret=False):
+def launch(xq, sx, weight, ws, counters, dtype, bn=128, bm=64, split=1, warps=4, stages=4, interpret=False,
+           x_ring=False, copies="late"):
     """``xq`` int8 [M, K] (even-odd order) with token scales ``sx`` times the packed per-channel W4A8 weight."""
     m, k = xq.shape
     n = weight.shape[0]
@@ -157,13 +172,13 @@ def launch(xq, sx, weight, ws, counters, dtype, bn=128, bm=64, split=1, warps=4,
     y = torch.empty(m, n, dtype=dtype, device=xq.device)
     part = torch.empty(split, m, n, dtype=torch.float32, device=xq.device) if split > 1 else y
     args = [xq, sx, weight.view(torch.int8), ws, y, part, counters, m, n, weight.stride(0), y.stride(0)]
-    const = dict(K=k, BN=bn, BM=bm, SPLIT=split, STAGES=stages, num_warps=warps)
+    const = dict(K=k, BN=bn, BM=bm, SPLIT=split, STAGES=stages, num_warps=warps, X_RING=x_ring)
     if interpret:
         sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "next_gluon_w4a16_movs"))
         import gluon_interpret
 
         gluon_interpret.ASM.update(TWINS)
-        gluon_interpret.run(w4a8_wgmma_kernel, grid, *args, **const)
+        gluon_interpret.run(w4a8_wgmma_kernel, grid, *args, copies=copies, **const)
     else:
         w4a8_wgmma_kernel[grid](*args, **const)
     return y
@@ -190,22 +205,27 @@ def interpret_check() -> None:
                                    (256, 512, 64, 256, 64, 4)]:
         xq, sx, weight, ws, exact = _case(n, k, m, "cpu", gen)
         counters = torch.zeros(64, dtype=torch.int32)
-        y = launch(xq, sx, weight, ws, counters, torch.float16, bn, bm, split, interpret=True)
-        err = ((y.double() - exact).norm() / exact.norm()).item()
-        worst = max(worst, err)
-        print(f"N {n} K {k} M {m} BN {bn} BM {bm} split {split}: rel. error {err:.2e}, counters left "
-              f"{int(counters.abs().sum())}")
+        # x through the cp.async ring (session 35); copies landing as late and as early as the hardware may land them
+        for x_ring, stages in ((False, 4), (True, 3), (True, 4)):
+            for copies in ("late", "early"):
+                y = launch(xq, sx, weight, ws, counters, torch.float16, bn, bm, split, stages=stages, interpret=True,
+                           x_ring=x_ring, copies=copies)
+                err = ((y.double() - exact).norm() / exact.norm()).item()
+                worst = max(worst, err)
+                print(f"N {n} K {k} M {m} BN {bn} BM {bm} split {split}{' x ring' if x_ring else ''} stages {stages}, "
+                      f"copies {copies}: rel. error {err:.2e}, counters left {int(counters.abs().sum())}")
     assert worst < 5e-3, worst
 
 
-def compile_sm90(bm, bn, split, warps=4, stages=4, k=8192):
+def compile_sm90(bm, bn, split, warps=4, stages=4, k=8192, x_ring=False):
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
     sig = {"xq_ptr": "*i8", "sx_ptr": "*fp32", "w_ptr": "*i8", "ws_ptr": "*fp32", "y_ptr": "*fp16", "part_ptr": "*fp32",
            "count_ptr": "*i32", "M": "i32", "N": "i32", "stride_wn": "i32", "stride_ym": "i32", "K": "constexpr",
-           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr"}
-    const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "STAGES": stages, "num_warps": warps}
+           "BN": "constexpr", "BM": "constexpr", "SPLIT": "constexpr", "STAGES": "constexpr", "num_warps": "constexpr",
+           "X_RING": "constexpr"}
+    const = {"K": k, "BN": bn, "BM": bm, "SPLIT": split, "STAGES": stages, "num_warps": warps, "X_RING": x_ring}
     div = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in ("N", "stride_wn", "stride_ym")]
     src = GluonASTSource(fn=w4a8_wgmma_kernel, signature=sig, constexprs=const,
                          attrs={(i,): [["tt.divisibility", 16]] for i in div})
@@ -217,7 +237,9 @@ def main(argv=None) -> None:
     parser.add_argument("out", nargs="?")
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--interpret", action="store_true")
+    parser.add_argument("--ring", action="store_true", help="x through the cp.async ring, 3 stages (session 35)")
     args = parser.parse_args(argv)
+    stages = 3 if args.ring else 4
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "next_gluon_w4a16_movs"))
     import gluon_w4a16
 
@@ -243,7 +265,7 @@ def main(argv=None) -> None:
     rows = []
     for name, (n, k) in shapes.items():
         xq, sx, weight, ws, exact = _case(n, k, 64, "cuda", gen)
-        y = launch(xq, sx, weight, ws, counters, torch.float16, 128, 64, 1)
+        y = launch(xq, sx, weight, ws, counters, torch.float16, 128, 64, 1, stages=stages, x_ring=args.ring)
         print(json.dumps({"shape": name, "exact_rel_err": ((y.double() - exact).norm() / exact.norm()).item()}),
               flush=True)
         copies = max(2, min(32, -(-200_000_000 // (n * k // 2))))
@@ -262,13 +284,14 @@ def main(argv=None) -> None:
                     label = f"gluon_bn{bn}_w{warps}_s{split}"
                     try:
                         kern = [q.kernel for q in layers]
-                        got = launch(xq_m, sx_m, kern[0].weight, kern[0].ws, counters, x.dtype, bn, bm, split, warps)
+                        got = launch(xq_m, sx_m, kern[0].weight, kern[0].ws, counters, x.dtype, bn, bm, split, warps,
+                                     stages, x_ring=args.ring)
                         err = ((got.float() - ref).norm() / ref.norm()).item()
 
                         def fn():
                             xq_i, sx_i = quantize_per_token(x, even_odd=True)
-                            return [launch(xq_i, sx_i, q.weight, q.ws, counters, x.dtype, bn, bm, split, warps)
-                                    for q in kern]
+                            return [launch(xq_i, sx_i, q.weight, q.ws, counters, x.dtype, bn, bm, split, warps,
+                                           stages, x_ring=args.ring) for q in kern]
                         fn()
                         graph = GraphedCall(fn)
                         graph()
