@@ -19,10 +19,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "2026-12-04/session33/next_gluon_w4a16_movs"))
 import gluon_w4a16 as proto  # noqa: E402
 
-from specbench.decoding.graphs import GraphedCall  # noqa: E402
+from benchmarks.common import graphed_us  # noqa: E402
 from specbench.quantization import get_scheme, quantize_rtn  # noqa: E402
 from specbench.quantization.linear import QuantLinear  # noqa: E402
-from specbench.timing.timer import time_calls  # noqa: E402
 
 SHAPES = {"70b_qkv": (10240, 8192, 4), "8b_qkv": (6144, 4096, 4), "8b_gate_up": (28672, 4096, 1),
           "70b_down": (8192, 28672, 4)}  # (N, K, the split that won in call 3)
@@ -53,23 +52,18 @@ def main() -> None:
             for ring, stages in ((False, 4), (True, 3), (True, 4), (True, 6)):
                 label = f"{'ring' if ring else 'sync'}_st{stages}"
                 try:
-                    def fn(q=None, ring=ring, stages=stages):
-                        return [proto.launch(x, q_.kernel.packed, q_.kernel.scales, None, counters, 128, split, 4,
-                                             stages, ring) for q_ in ([q] if q else layers)]
-                    got = fn(layers[0])[0].float()
-                    err = ((got - ref).norm() / ref.norm()).item()
-                    fn()
-                    graph = GraphedCall(fn)
-                    graph()
-                    us = time_calls(graph, "cuda", replays=20, warmup=3).median_ms * 1e3 / copies
-                    row[label] = {"us": round(us, 2), "rel_err": err}
+                    def launch(q, ring=ring, stages=stages):
+                        return proto.launch(x, q.kernel.packed, q.kernel.scales, None, counters, 128, split, 4, stages,
+                                            ring)
+                    got = launch(layers[0]).float()  # also the build, before any capture
+                    # one graph launching every weight copy once (past L2), per launch
+                    us = graphed_us(lambda: [launch(q) for q in layers], launches=1) / copies
+                    row[label] = {"us": round(us, 2),
+                                  "rel_err": ((got - ref).norm() / ref.norm()).item()}
                 except Exception as e:  # a prototype: record and go on
                     row[label] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            fn = lambda: [q(x) for q in layers]  # noqa: E731
-            fn()
-            graph = GraphedCall(fn)
-            graph()
-            row["committed_us"] = round(time_calls(graph, "cuda", replays=20, warmup=3).median_ms * 1e3 / copies, 2)
+            [q(x) for q in layers]  # builds, before the capture
+            row["committed_us"] = round(graphed_us(lambda: [q(x) for q in layers], launches=1) / copies, 2)
             print(json.dumps(row), flush=True)
             rows.append(row)
     Path(args.out).write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
