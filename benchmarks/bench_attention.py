@@ -3,8 +3,9 @@
 For the head layouts of Llama-3-8B (32 query heads, 8 KV heads) and -70B (64, 8), n queries (a decode step, a chain,
 a tree) against a static cache of ``--slots`` slots whose first ``--context`` are committed: microseconds per call of
 ``masked_attention`` with the merge width ``merge_rows`` picks, with each width of ``--merge-rows``, each split count
-of ``--splits`` and each partial row block of ``--row-blocks`` forced, and of SDPA with the boolean mask. CUDA
-graph of 20 calls, median of 20 replays.
+of ``--splits`` and each partial row block of ``--row-blocks`` forced, and of SDPA with the boolean mask; and of the
+cache write of the n new tokens (keys rotated) followed by the kernel, against the kernel that stores them itself.
+CUDA graph of 20 calls, median of 20 replays.
 
     python -m benchmarks.bench_attention --out results/attention
 """
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from benchmarks.common import graphed_us, smoke_parser
-from specbench.model import attention
+from specbench.model import attention, kv_cache, rope
 
 HEADS = {"llama-3-8b": (32, 8), "llama-3-70b": (64, 8)}
 
@@ -55,6 +56,18 @@ def main(argv: list[str] | None = None) -> dict:
                 setattr(attention, name, rule)
                 row[label] = graphed_us(lambda: attention.masked_attention(q, keys, values, *prepared))
                 setattr(attention, name, default)
+            # this forward's K/V stored (keys rotated) by the cache write then the kernel, against the kernel that
+            # stores them itself (``write_and_attend``'s two paths)
+            k, v = torch.randn(2, 1, kvh, n, 128, device="cuda", dtype=torch.bfloat16)
+            new = torch.arange(args.context, args.context + n, device="cuda")
+            tables = rope.rope_tables(1.0 / 500000 ** (torch.arange(0, 128, 2, device="cuda") / 128), new,
+                                      torch.bfloat16)
+            layer_kv = torch.stack([keys, values])
+            row["write_then_kernel_us"] = graphed_us(lambda: (
+                kv_cache.store_rows(layer_kv, new, k, v, tables),
+                attention.masked_attention(q, layer_kv[0], layer_kv[1], *prepared, *tables)))
+            row["storing_kernel_us"] = graphed_us(lambda: attention.masked_attention_storing(
+                q, layer_kv[0], layer_kv[1], *prepared, *tables, k, v, new))
             row["sdpa_us"] = graphed_us(lambda: F.scaled_dot_product_attention(q, keys, values, attn_mask=mask,
                                                                              enable_gqa=True))
             rows.append(row)

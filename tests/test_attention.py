@@ -40,10 +40,70 @@ INTERPRETED = textwrap.dedent("""
 """)
 
 
+# The kernel that stores the forward's K/V first against the cache write followed by the kernel: the same cache and
+# output bit for bit. New tokens sit at scattered slots (one that no query sees), the cache holds large values there
+# beforehand, and forced split counts give each split its own share, so a split that read a slot before its owner
+# stored it would change the output.
+STORING = textwrap.dedent("""
+    import torch
+    from specbench.model import attention, kv_cache, rope
+    torch.manual_seed(0)
+
+    def both(h, kvh, n, slots, d, start, splits, rotate, device="cpu", dtype=torch.float16):
+        if splits:
+            attention.split_count = lambda *_: splits
+        qkv = torch.randn(1, n, h + 2 * kvh, d, device=device).to(dtype)
+        q, k, v = (t.transpose(1, 2) for t in qkv.split([h, kvh, kvh], dim=2))  # as the layer passes them
+        new = (start + torch.randperm(slots - start, device=device)[:n]).sort().values
+        mask = torch.zeros(1, 1, n, slots, dtype=torch.bool, device=device)
+        mask[..., :start] = True
+        seen = (torch.rand(n, n, device=device) < 0.4) | torch.eye(n, dtype=torch.bool, device=device)
+        seen[:, -1] = False  # the last new token: a padding row's slot that no query sees
+        mask[0, 0, :, new] = seen.tril()
+        tables = rope.rope_tables(1.0 / 10000 ** (torch.arange(0, d, 2, device=device) / d),
+                                  torch.arange(start, start + n, device=device), dtype) if rotate else None
+        caches = [kv_cache.StaticKVCache(2, kvh, d, slots, dtype, device) for _ in range(2)]
+        caches[0].kv.normal_()
+        caches[0].kv[:, 1, :, :, new] = 1e3
+        caches[1].kv.copy_(caches[0].kv)
+        prepared = attention.prepare(mask) if device == "cuda" else attention.CacheMask(mask, *attention.visible_blocks(mask))
+        cos, sin = tables if rotate else (None, None)
+        kv_cache.store_rows(caches[0].kv[:, 1], new, k, v, tables)
+        ref = attention.masked_attention(q, *caches[0].layer(1), *prepared, cos, sin)
+        out = attention.masked_attention_storing(q, *caches[1].layer(1), *prepared, cos, sin, k, v, new)
+        attention.split_count = split_count
+        return torch.equal(caches[0].kv, caches[1].kv) and torch.equal(out, ref)
+
+    split_count = attention.split_count
+""")
+STORING_CASES = textwrap.dedent("""
+    # heads, kv heads, new tokens, cache slots, head dim, committed prefix, splits (None: chosen), rotate
+    for case in [(4, 2, 1, 80, 64, 10, None, True), (8, 2, 5, 300, 64, 60, 4, True), (16, 2, 20, 400, 64, 30, 8, False),
+                 (4, 4, 17, 200, 128, 0, 2, True), (8, 1, 3, 640, 64, 500, 16, True)]:
+        assert both(*case), case
+    print("ok")
+""")
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU test; the GPU test compiles the kernel itself")
 def test_kernel_matches_sdpa_in_the_interpreter():
     assert run_in_interpreter(INTERPRETED) == "ok"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CPU test; the GPU test compiles the kernel itself")
+def test_storing_kernel_equals_the_cache_write_then_the_kernel_in_the_interpreter():
+    assert run_in_interpreter(STORING + STORING_CASES) == "ok"
+
+
+@pytest.mark.skipif(not attention.available(), reason="needs a CUDA GPU and triton")
+def test_storing_kernel_equals_the_cache_write_then_the_kernel_on_the_gpu():
+    scope = {}
+    exec(STORING, scope)
+    for case in [(32, 8, 1, 2176, 128, 700, None), (32, 8, 31, 2176, 128, 700, None), (64, 8, 8, 4096, 128, 300, None),
+                 (32, 8, 60, 2176, 128, 40, 4), (64, 8, 128, 4096, 128, 3000, None)]:
+        for rotate in (False, True):
+            assert scope["both"](*case, rotate, "cuda", torch.bfloat16), (case, rotate)
 
 
 def test_visible_blocks_lists_the_attended_blocks_first():

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from specbench import wgmma_guard
+from specbench.model import kv_cache
 from specbench.model.rope import apply_rope
 
 try:
@@ -91,15 +92,61 @@ def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: Cach
                                           enable_gqa=q.shape[1] != keys.shape[1])
 
 
+def write_and_attend(cache: kv_cache.StaticKVCache, layer: int, slots: torch.Tensor, q: torch.Tensor,
+                     k: torch.Tensor, v: torch.Tensor, mask: CacheMask | torch.Tensor,
+                     rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
+    """Store ``k``/``v`` [1, KVH, n, D] at ``slots`` [n] of ``cache``'s ``layer`` (``k`` rotated by ``rope``) and
+    ``attend`` ``q`` over that layer: one kernel does both where the attention kernel takes the forward and nothing
+    is being compiled (``masked_attention_storing``), else the cache's own write and ``attend``."""
+    if not isinstance(mask, CacheMask):
+        mask = prepare(mask)
+    keys, values = cache.layer(layer)
+    if fits(q, keys, mask) and kv_cache.fits(k, v) and not torch.compiler.is_compiling():
+        cos, sin = rope if rope is not None else (None, None)
+        return masked_attention_storing(q, keys, values, *mask, cos, sin, k, v, slots)
+    keys, values = cache.write(layer, slots, k, v, rope)
+    return attend(q, keys, values, mask, rope)
+
+
 if triton is not None:
 
     @triton.jit
+    def _store_owned(k_ptr, v_ptr, new_k_ptr, new_v_ptr, slots_ptr, order_ptr, cos_ptr, sin_ptr, kvh, sp, lo, hi,
+                     count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n,
+                     D: tl.constexpr, BLOCK_N: tl.constexpr, TB: tl.constexpr, ROPE: tl.constexpr):
+        """Store the new keys (rotated when ``ROPE``) and values of KV head ``kvh`` whose slots this split owns.
+
+        Split ``sp`` reads the visible blocks of ranks ``lo``..``hi`` - 1 (``order`` lists them in ascending slot
+        order) and owns the slots from its first block up to the next split's first block; split 0 also owns those
+        before its first block and the last split with blocks all after its last, so every new slot has one owner
+        and every slot a split reads was stored by that split itself, before the barrier that follows. The programs
+        of other row blocks of the same split store the same values."""
+        if (lo < count) | (sp == 0):
+            start = tl.where(sp == 0, 0, tl.load(order_ptr + lo) * BLOCK_N)
+            end = tl.where(hi < count, tl.load(order_ptr + hi, mask=hi < count, other=0) * BLOCK_N, S)
+            dims = tl.arange(0, D)[None, :]
+            for t0 in range(0, n, TB):
+                t = t0 + tl.arange(0, TB)[:, None]
+                slot = tl.load(slots_ptr + t, mask=t < n, other=-1)
+                mine = (t < n) & (slot >= start) & (slot < end)
+                if ROPE:
+                    k = roped_rows(new_k_ptr, kvh * snk_h + t * snk_n, dims, cos_ptr, sin_ptr, t, mine, D)
+                else:
+                    k = tl.load(new_k_ptr + kvh * snk_h + t * snk_n + dims, mask=mine)
+                v = tl.load(new_v_ptr + kvh * snv_h + t * snv_n + dims, mask=mine)
+                dst = kvh * sk_h + slot * sk_s + dims
+                tl.store(k_ptr + dst, k.to(k_ptr.dtype.element_ty), mask=mine)
+                tl.store(v_ptr + dst, v.to(v_ptr.dtype.element_ty), mask=mine)
+
+    @triton.jit
     def _partial_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, order_ptr, count_ptr, cos_ptr, sin_ptr, m_ptr, l_ptr,
-                        acc_ptr, n, S, scale, sq_h, sq_n, sk_h, sk_s, sm_n, sm_s,
+                        acc_ptr, new_k_ptr, new_v_ptr, slots_ptr, n, S, scale, sq_h, sq_n, sk_h, sk_s, sm_n, sm_s,
+                        snk_h, snk_n, snv_h, snv_n,
                         GROUP: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        SPLITS: tl.constexpr, ROPE: tl.constexpr):
+                        SPLITS: tl.constexpr, ROPE: tl.constexpr, STORE: tl.constexpr, TB: tl.constexpr):
         """Running max / normaliser / weighted V sum of rows (query, head of the group; the query rotated when
-        ``ROPE``) over one split's share of the visible blocks."""
+        ``ROPE``) over one split's share of the visible blocks; with ``STORE``, the forward's new keys and values
+        go to the cache first (``_store_owned``)."""
         kvh, mb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < n * GROUP
@@ -113,10 +160,15 @@ if triton is not None:
                         other=0.0)
         count = tl.load(count_ptr)
         per = tl.cdiv(count, SPLITS)
+        lo, hi = sp * per, tl.minimum(sp * per + per, count)
+        if STORE:
+            _store_owned(k_ptr, v_ptr, new_k_ptr, new_v_ptr, slots_ptr, order_ptr, cos_ptr, sin_ptr, kvh, sp, lo, hi,
+                         count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n, D, BLOCK_N, TB, ROPE)
+            tl.debug_barrier()
         m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         l = tl.zeros((BLOCK_M,), tl.float32)
         acc = tl.zeros((BLOCK_M, D), tl.float32)
-        for j in range(sp * per, tl.minimum(sp * per + per, count)):
+        for j in range(lo, hi):
             cols = tl.load(order_ptr + j) * BLOCK_N + tl.arange(0, BLOCK_N)
             col_ok = cols < S
             seen = tl.load(mask_ptr + query[:, None] * sm_n + cols[None, :] * sm_s,
@@ -183,6 +235,23 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     """``q`` [1, H, n, D] (rotated first by ``cos``/``sin`` [n, D] when given) over ``keys``/``values``
     [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True, visiting the ``count`` blocks listed first in ``order``
     (``prepare``) -> [1, H, n, D]."""
+    return _launch(q, keys, values, mask, order, count, cos, sin)
+
+
+def masked_attention_storing(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
+                             order: torch.Tensor, count: torch.Tensor, cos: torch.Tensor | None,
+                             sin: torch.Tensor | None, k: torch.Tensor, v: torch.Tensor,
+                             slots: torch.Tensor) -> torch.Tensor:
+    """``masked_attention`` after storing the forward's ``k``/``v`` [1, KVH, n, D] (``k`` rotated by ``cos``/``sin``
+    when given) at cache ``slots`` [n] of ``keys``/``values``, in the same kernel: what ``StaticKVCache.write``
+    followed by ``masked_attention`` gives, one launch fewer. Eager only (it writes the cache in place)."""
+    if not kv_cache.fits(k, v) or k.shape[1:3] != (keys.shape[1], q.shape[2]) or v.shape != k.shape:
+        raise ValueError("masked_attention_storing needs k/v [1, kv_heads, n, head_dim] with contiguous head dims")
+    return _launch(q, keys, values, mask, order, count, cos, sin, (k, v, slots))
+
+
+def _launch(q, keys, values, mask, order, count, cos, sin, new=None):
+    """The partial and merge kernels; ``new`` = (k, v, slots) to store first."""
     if (cos is None) != (sin is None):
         raise ValueError("masked_attention rotates q by both cos and sin, or by neither")
     _, h, n, d = q.shape
@@ -197,11 +266,13 @@ def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, 
     l = torch.empty_like(m)
     acc = torch.empty(splits, h, n, d, dtype=torch.float32, device=q.device)
     mask2 = mask[0, 0]
+    new_k, new_v, new_slots = new if new is not None else (q, q, order)
     compiled = _partial_kernel[(kv_heads, row_blocks, splits)](
-        q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc, n,
-        slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2), keys.stride(1), keys.stride(2), mask2.stride(0),
-        mask2.stride(1), GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None,
-        num_warps=max(4, block_m // 16), num_stages=2)
+        q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc,
+        new_k, new_v, new_slots, n, slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2), keys.stride(1),
+        keys.stride(2), mask2.stride(0), mask2.stride(1), new_k.stride(1), new_k.stride(2), new_v.stride(1),
+        new_v.stride(2), GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None,
+        STORE=new is not None, TB=max(1, min(16, 2048 // d)), num_warps=max(4, block_m // 16), num_stages=2)
     wgmma_guard.check(compiled, lambda: f"the attention kernel with {block_m} rows a program, head dim {d}")
     out = _output(q)
     rows = h * n

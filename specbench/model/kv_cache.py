@@ -42,6 +42,10 @@ class StaticKVCache:
     def v(self) -> torch.Tensor:
         return self.kv[1]
 
+    def layer(self, layer: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Layer ``layer``'s keys and values, [1, kv_heads, max_seq_len, head_dim] each (views of ``kv``)."""
+        return self.kv[0, layer], self.kv[1, layer]
+
     def write(self, layer: int, slots: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
               rope: tuple[torch.Tensor, torch.Tensor] | None = None):
         """Store ``k``/``v`` [1, kv_heads, n, head_dim] at ``slots`` [n], ``k`` rotated first by ``rope``'s (cos, sin)
@@ -56,7 +60,7 @@ class StaticKVCache:
             # makes torch.compile rebuild the whole cache around each write (a select_scatter per layer).
             where = (self.kv_index, self.layer_index[layer : layer + 1], slice(None), slice(None), slots)
             self.kv[where] = torch.stack([k, v]).permute(0, 3, 1, 2, 4).to(self.kv.dtype)  # [2, n, 1, kv_heads, D]
-        return self.kv[0, layer], self.kv[1, layer]
+        return self.layer(layer)
 
     def keep(self, src_slots: torch.Tensor, dst_slots: torch.Tensor) -> None:
         """Copy slots ``src_slots`` (ascending) of every layer to ``dst_slots`` (consecutive, none after its source)."""

@@ -55,8 +55,7 @@ class Attention(nn.Module):
 
     def forward(self, x, cos, sin, cache: StaticKVCache, slots, mask):
         q, k, v = self.project(x)
-        keys, values = cache.write(self.layer_idx, slots, k, v, rope=(cos, sin))
-        return self.output(attention.attend(q, keys, values, mask, rope=(cos, sin)))
+        return self.output(attention.write_and_attend(cache, self.layer_idx, slots, q, k, v, mask, (cos, sin)))
 
     def project(self, x):
         """Queries, keys and values [B, heads, n, head_dim] of ``x`` [B, n, hidden], before RoPE (the cache write
@@ -144,8 +143,8 @@ class DecoderLayer(nn.Module):
         from ``decoding.forward``; default plain."""
         before, after = regions or self.regions
         x, q, k, v = before(self, x, delta)
-        keys, values = cache.write(self.self_attn.layer_idx, slots, k, v, rope=(cos, sin))
-        return after(self, x, attention.attend(q, keys, values, mask, rope=(cos, sin)))
+        return after(self, x, attention.write_and_attend(cache, self.self_attn.layer_idx, slots, q, k, v, mask,
+                                                         (cos, sin)))
 
     def before_attention(self, x, delta):
         """The residual add left by the layer before, input norm and q/k/v projection: the layer's work up to the
