@@ -35,4 +35,4 @@ for cfg in CONFIGS:
     body = max(loops(sass), key=len)
     groups = " ".join("W" if "DEPBAR" in line else "m" for line in body if re.search(r"IGMMA|WARPGROUP\.DEPBAR", line))
     print(f"BN {cfg[0]} BK {cfg[1]} BM {cfg[2]} warps {cfg[3]} stages {cfg[4]}: {resources(kernel, cfg[3])}; "
-          f"loop {sum(mix.values())} instructions, {dict(mix.most_common(8))}; wgmmas (m) and waits (W): {groups}")
+          f"loop {sum(mix.values())} instructions, {dict(mix.most_common(30))}; wgmmas (m) and waits (W): {groups}")
