@@ -251,6 +251,15 @@ def _source_code(source: str | None) -> str:
     return SOURCE_CODE.get(source) or ("c" if source.startswith("cache") else "T")
 
 
+def config_sources(rows: list[dict]) -> str:
+    """Where a row group's configs came from: for the triton backend every source its shapes took at any M
+    ("table h200", "heuristic", ...), else the first row's ``autotune``; notes in parentheses are dropped except a
+    sibling GPU's ("(for h100)")."""
+    found = dict.fromkeys(c["source"] for r in rows for c in r.get("triton", {}).values())
+    labels = list(found) or [rows[0].get("autotune") or "-"]
+    return " + ".join(dict.fromkeys(re.sub(r" \((?!for )[^)]*\)", "", label) for label in labels))
+
+
 def markdown(result: dict) -> str:
     ms = result["Ms"]
     lines = [f"# Quantized linear M-sweep ({result['device']})", "",
@@ -267,9 +276,8 @@ def markdown(result: dict) -> str:
         at, first = {r["M"]: r for r in rows}, rows[0]
         ratios = " | ".join(f"x{at[m]['ratio_to_M1']:.2f}" if m in at else "-" for m in ms[1:])
         bw = f"{first['bandwidth_vs_copy']:.0%}" if "bandwidth_vs_copy" in first else "-"
-        mode = re.sub(r" \((?!for )[^)]*\)", "", first.get("autotune") or "-")  # keeps "(for h100)"
-        lines.append(f"| {model} | {scheme} | {backend} | {first['kernel']} | {mode} | {first['stack_ms']:.3f} | "
-                     f"{ratios} | {bw} |")
+        lines.append(f"| {model} | {scheme} | {backend} | {first['kernel']} | {config_sources(rows)} | "
+                     f"{first['stack_ms']:.3f} | {ratios} | {bw} |")
     gem = {key: rows for key, rows in by_key.items() if key[2] == "gemlite"}
     if gem:
         lines += ["", "gemlite kernel family per M (GV-RS GEMV_REVSPLITK, GV-SK GEMV_SPLITK, GM-SK GEMM_SPLITK, GM "

@@ -22,6 +22,17 @@ def test_markdown_names_a_sibling_gpus_table_and_drops_the_other_notes():
     assert "| h | w4a16 g128 | triton | k | heuristic | 1.000 |  | - |" in lines
 
 
+def test_markdown_lists_every_config_source_of_a_stack():
+    # a stack whose shapes take their configs from the table at one M and from the heuristic at another
+    row = {"model": "m", "scheme": "w4a16", "group_size": 128, "backend": "triton", "kernel": "k", "stack_ms": 1.0,
+           "ratio_to_M1": 1.0, "autotune": "table h200"}
+    at1 = {"4096x4096": {"config": [], "source": "table h200"}, "4096x14336": {"config": [], "source": "table h200"}}
+    at8 = {**at1, "4096x14336": {"config": [], "source": "heuristic"}}
+    result = {"Ms": [1, 8], "device": "NVIDIA H200", "copy_bandwidth_Bps": 4e12, "agreement": [], "skipped": [],
+              "rows": [{**row, "M": 1, "triton": at1}, {**row, "M": 8, "triton": at8}]}
+    assert "| m | w4a16 g128 | triton | k | table h200 + heuristic | 1.000 | x1.00 | - |" in markdown(result).splitlines()
+
+
 @pytest.mark.slow  # minutes on two CPU cores; CI runs it
 def test_bench_smoke_writes_json_and_markdown(tmp_path):
     result = main(["--smoke", "--out", str(tmp_path)])  # it pins torch to 1 thread, as conftest already has
