@@ -74,16 +74,16 @@ def _stream(w_ptr, starts_ptr, out_ptr, counter_ptr, first, count, BLOCK: tl.con
                 nxt = tl.load(w_ptr + tl.cast(t1 + pid, tl.int64) * BLOCK + offs, mask=ok, other=0)
 
 
-def phase_starts(linears, layers: int, device) -> torch.Tensor:
-    """Tile index where each phase (layer-major, then linear) starts, and the end: [4 * layers + 1]."""
-    tiles = [n * k // 8 // BLOCK for n, k in linears] * layers
+def phase_starts(linears, layers: int, device, block: int = BLOCK) -> torch.Tensor:
+    """Tile index where each phase (layer-major, then linear) starts, and the end: [len(linears) * layers + 1]."""
+    tiles = [n * k // 8 // block for n, k in linears] * layers
     return torch.tensor([0] + tiles, device=device).cumsum(0).to(torch.int32)
 
 
-def reference(w: torch.Tensor, starts: torch.Tensor, phases: int, progs: int) -> torch.Tensor:
+def reference(w: torch.Tensor, starts: torch.Tensor, phases: int, progs: int, block: int = BLOCK) -> torch.Tensor:
     """What ``_stream`` stores for the first ``phases`` phases, [phases, progs] (int32 arithmetic wraps)."""
     out = torch.zeros(phases, progs, dtype=torch.int64)
-    tiles = w.view(-1, BLOCK).to(torch.int64).sum(1)
+    tiles = w.view(-1, block).to(torch.int64).sum(1)
     for ph in range(phases):
         own = tiles[int(starts[ph]):int(starts[ph + 1])].cpu()
         sums = torch.zeros(progs, dtype=torch.int64)
@@ -115,20 +115,17 @@ def run(w, starts, out, counter, progs, plan: str, layers: int):
 def check_on_cpu() -> None:
     """Triton's interpreter runs programs one after another, so only barrier-free launches run here: one launch per
     phase with three programs, and all phases in one launch with one program, both against ``reference``."""
-    linears = [(64, 1024), (32, 1024), (96, 2048)]
-    global BLOCK
-    BLOCK = 64
-    layers = 2
-    tiles = [n * k // 8 // BLOCK for n, k in linears] * layers
-    starts = torch.tensor([0] + tiles).cumsum(0).to(torch.int32)
-    w = torch.randint(-2**31, 2**31 - 1, (int(starts[-1]) * BLOCK,), dtype=torch.int32)
+    linears, layers, block = [(64, 1024), (32, 1024), (96, 2048)], 2, 64
+    starts = phase_starts(linears, layers, "cpu", block)
+    phases = len(starts) - 1
+    w = torch.randint(-2**31, 2**31 - 1, (int(starts[-1]) * block,), dtype=torch.int32)
     counter = torch.zeros(layers, dtype=torch.int32)
-    for progs, count in ((3, 1), (1, len(tiles))):
-        out = torch.zeros(len(tiles) * progs, dtype=torch.int32)
-        for first in range(0, len(tiles), count):
-            _stream[(progs,)](w, starts, out, counter, first, count, BLOCK=BLOCK, BARRIER=False,
+    for progs, count in ((3, 1), (1, phases)):
+        out = torch.zeros(phases * progs, dtype=torch.int32)
+        for first in range(0, phases, count):
+            _stream[(progs,)](w, starts, out, counter, first, count, BLOCK=block, BARRIER=False,
                               FIRST_AHEAD=count > 1)
-        assert torch.equal(out.view(-1, progs), reference(w, starts, len(tiles), progs)), (progs, count)
+        assert torch.equal(out.view(-1, progs), reference(w, starts, phases, progs, block)), (progs, count)
     print("ok")
 
 
