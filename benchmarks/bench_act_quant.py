@@ -1,7 +1,7 @@
 """Per-token int8 activation quantization (``act_quant_kernel``): microseconds per call against torch's eager ops.
 
 The int8-activation linears (W8A8 int8, W4A8) run this kernel before every GEMM, so at M = 64 its time is part of
-T(64)/T(1). Each (M, K, order, block) is timed with CUDA events over a CUDA graph of 20 launches (median of 20
+T(64)/T(1). Each (M, K, block) is timed with CUDA events over a CUDA graph of 20 launches (median of 20
 replays); the same run times torch's eager per-token quantization (amax, divide, round, clamp, cast) and a copy of
 the same bytes as baselines. ``block``: the elements a program reads per step, ``parts``: programs per row
 (``default`` = the kernel's choice).
@@ -41,13 +41,11 @@ def main(argv: list[str] | None = None) -> dict:
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             row = {"M": m, "K": k, "eager_us": graphed_us(lambda: eager(x)),
                    "copy_us": graphed_us(lambda: x.clone())}
-            for even_odd in (False, True):
-                for block, parts in itertools.product(args.blocks, args.parts):
-                    if block and block >= k:
-                        continue
-                    label = "/".join([f"{'even_odd' if even_odd else 'in_order'}", f"{block or 'default'}",
-                                      *([f"p{parts}"] if parts else [])])
-                    row[label] = graphed_us(lambda: quantize_per_token(x, block or None, even_odd, parts or None))
+            for block, parts in itertools.product(args.blocks, args.parts):
+                if block and block >= k:
+                    continue
+                label = "/".join([f"{block or 'default'}", *([f"p{parts}"] if parts else [])])
+                row[label] = graphed_us(lambda: quantize_per_token(x, block or None, parts or None))
             rows.append(row)
             print(json.dumps({key: round(v, 2) if isinstance(v, float) else v for key, v in row.items()}), flush=True)
     result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

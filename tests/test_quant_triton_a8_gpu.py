@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from specbench.quantization import QuantLinear, get_scheme, quantize_rtn
+from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.tune import model_shapes
 
@@ -26,6 +27,19 @@ def layers(scheme: str, group: int, k: int, n: int, seed: int = 0) -> tuple[Quan
     gen = torch.Generator(device="cuda").manual_seed(seed)
     qw = quantize_rtn(torch.randn(n, k, device="cuda", generator=gen) * 0.02, get_scheme(scheme), group)
     return QuantLinear(qw, None, "triton", torch.bfloat16), QuantLinear(qw, None, "reference", torch.bfloat16)
+
+
+def test_activation_codes_are_those_of_a_true_division():
+    """Per-token codes at near ties (x / s within an ulp or two of k + 1/2) and on an all-zero row, several programs
+    a row, against torch's correctly rounded division."""
+    steps = torch.tensor([0.0137, 0.3, 1.7e-3, 0.0913], device="cuda")[:, None]
+    x = steps * torch.cat([torch.tensor([127.0]), torch.arange(-127, 126) + 0.5]).cuda()
+    x = torch.cat([x.repeat(1, 112), torch.zeros(1, 28672, device="cuda")])  # 28672 wide, like the down projection
+    q, s = quantize_per_token(x)
+    s_ref = (x.abs().amax(-1) / 127).clamp_min(torch.finfo(torch.float32).tiny)
+    assert torch.equal(s, s_ref)
+    assert torch.equal(q.float(), torch.round(x / s_ref[:, None]).clamp(-127, 127))
+    assert not q[-1].any()
 
 
 @pytest.mark.parametrize("scheme,group", VARIANTS)

@@ -1,15 +1,14 @@
 """Per-token dynamic int8 quantization of activations in one Triton kernel, as ``qweight.fake_quant_act`` defines it.
 
 For each row: ``s = max(|x|) / 127`` (at least float32's smallest normal), ``q = round(x / s)`` (half to even,
-like ``torch.round``) clamped to [-127, 127]. Returns int8 ``q`` [M, K] and float32 ``s`` [M]; with ``even_odd``
-each row holds its even inputs then its odd ones (``q[2i]`` at i, ``q[2i + 1]`` at K/2 + i), the order the 4-bit
-kernels read: pairs are loaded whole and split in registers, so loads and both halves' stores stay contiguous.
+like ``torch.round``) clamped to [-127, 127]. Returns int8 ``q`` [M, K] and float32 ``s`` [M].
 
 A row is cut into ``parts`` chunks of whole blocks, one program each, so that a few rows still occupy many
 multiprocessors (one program per row left one SM quantizing a 28672-wide row for 7 µs). Every program of a row reads
 the whole row for its maximum and quantizes only its chunk. Both passes are unrolled over the row's blocks (their
 count is a compile-time constant), so all of a pass's loads are in flight together: a loop over the blocks waited
-for each load in turn (28672 inputs, even-odd: 7.85 -> 5.95 µs at M = 64, docs/benchmarks.md). The quotient x / s
+for each load in turn (28672 inputs: 7.85 -> 5.95 µs at M = 64 in the even-odd order the 4-bit kernels then read,
+docs/benchmarks.md, session 24). The quotient x / s
 costs a multiply and two FMAs: with r = 1 / s correctly rounded, q0 = x r and the exact residual x - q0 s,
 q0 + r (x - q0 s) rounds to the correctly rounded x / s (Markstein), so the codes are those of a true division.
 
@@ -55,7 +54,7 @@ if triton is not None:
 
     @triton.jit
     def act_quant_kernel(x_ptr, q_ptr, s_ptr, K, stride_xm, BLOCK: tl.constexpr, BLOCKS: tl.constexpr,
-                         CHUNK_BLOCKS: tl.constexpr, EVEN_ODD: tl.constexpr, LAUNCH_NEXT: tl.constexpr):
+                         CHUNK_BLOCKS: tl.constexpr, LAUNCH_NEXT: tl.constexpr):
         if LAUNCH_NEXT:
             gdc_launch_dependents()
         row, part = tl.program_id(0).to(tl.int64), tl.program_id(1)
@@ -67,16 +66,9 @@ if triton is not None:
         r = tl.math.div_rn(1.0, s)
         for b in tl.static_range(BLOCKS):  # this program's chunk of CHUNK_BLOCKS blocks, read again (from L1/L2)
             if b // CHUNK_BLOCKS == part:
-                if EVEN_ODD:  # BLOCK / 2 evens to the row's first half, as many odds to its second (K is even)
-                    i = b * (BLOCK // 2) + tl.arange(0, BLOCK // 2)
-                    pair = 2 * i[:, None] + tl.arange(0, 2)[None, :]  # [BLOCK / 2, 2]: one coalesced load
-                    even, odd = tl.split(tl.load(x_row + pair, mask=(i < K // 2)[:, None], other=0.0).to(tl.float32))
-                    tl.store(q_row + i, _quantize(even, s, r), mask=i < K // 2)
-                    tl.store(q_row + K // 2 + i, _quantize(odd, s, r), mask=i < K // 2)
-                else:
-                    x = _row_block(x_row, b * BLOCK, K, BLOCK)
-                    offs = b * BLOCK + tl.arange(0, BLOCK)
-                    tl.store(q_row + offs, _quantize(x, s, r), mask=offs < K)
+                x = _row_block(x_row, b * BLOCK, K, BLOCK)
+                offs = b * BLOCK + tl.arange(0, BLOCK)
+                tl.store(q_row + offs, _quantize(x, s, r), mask=offs < K)
         if part == 0:
             tl.store(s_ptr + row, s)
 
@@ -86,15 +78,13 @@ def parts_per_row(m: int, k: int, block: int) -> int:
     return max(1, min(-(-PROGRAMS // m), -(-k // block)))
 
 
-def quantize_per_token(x: torch.Tensor, block: int | None = None, even_odd: bool = False,
+def quantize_per_token(x: torch.Tensor, block: int | None = None,
                        parts: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(int8 codes [M, K], float32 scales [M]) of ``x`` [M, K] (K-contiguous rows); ``block`` caps the elements
     read per step (default ``BLOCK``), ``parts`` sets the programs per row (default ``parts_per_row``)."""
     m, k = x.shape
     if x.stride(1) != 1:
         raise ValueError("per-token quantization needs K-contiguous rows")
-    if even_odd and k % 2:
-        raise ValueError(f"the even-odd order needs an even row length, not {k}")
     q = torch.empty(m, k, dtype=torch.int8, device=x.device)
     s = torch.empty(m, dtype=torch.float32, device=x.device)
     if m == 0:
@@ -103,6 +93,6 @@ def quantize_per_token(x: torch.Tensor, block: int | None = None, even_odd: bool
     blocks = -(-k // block)
     chunk_blocks = -(-blocks // (parts or parts_per_row(m, k, block)))  # whole blocks: every chunk starts even
     act_quant_kernel[(m, -(-blocks // chunk_blocks))](
-        x, q, s, k, x.stride(0), BLOCK=block, BLOCKS=blocks, CHUNK_BLOCKS=chunk_blocks, EVEN_ODD=even_odd,
-        LAUNCH_NEXT=PDL, num_warps=max(1, min(8, block // 512)))
+        x, q, s, k, x.stride(0), BLOCK=block, BLOCKS=blocks, CHUNK_BLOCKS=chunk_blocks, LAUNCH_NEXT=PDL,
+        num_warps=max(1, min(8, block // 512)))
     return q, s

@@ -1,9 +1,9 @@
 """specbench's Triton kernels for int8 activations: W8A8 int8 and W4A8, ``y = x_q @ W_q.T * s_x[m] * s_w[n]``.
 
 Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs
-both); for 4-bit weights in even-odd order (each row's even inputs, then its odd ones). Weights are K-contiguous per
-output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K]; 4-bit codes uint8 [N, K/2], input 2i
-in the low nibble and 2i + 1 in the high one, two's complement. ``ws`` float32 [N] is the per-channel scale (the QQQ
+both). Weights are K-contiguous per output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K];
+4-bit codes uint8 [N, K/2] in chunks of 32 inputs, byte p of chunk c holding input 32c + p in its low nibble and
+32c + 16 + p in its high one, two's complement (``backends.triton_a8.pack_nibbles``). ``ws`` float32 [N] is the per-channel scale (the QQQ
 channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs`` [G, N]
 (QQQ's integers in [1, 16] as float16, other scales as float32).
 
@@ -12,11 +12,15 @@ mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights a
 scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a float32
 accumulator. Two paths (``A8Config.path``):
 - ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
-  against a word of even activations, its high ones against the odd) into a [BN, words] accumulator, scaled per
-  group and reduced once at the end; the next tile's loads are issued before this one's products;
+  against the activation word of the same four chunk positions, its high ones against the word 16 inputs on) into a
+  [BN, words] accumulator, scaled per group and reduced once at the end; the next tile's loads are issued before
+  this one's products;
 - ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
-  (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: two dots,
-  the low nibbles [BN, BK/2] against the even activations and the high ones against the odd.
+  (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: the low- and
+  high-nibble tiles joined back into input order, one dot per tile. The weight is the wgmma's register operand and
+  Triton waits for each such dot before the next (two dots, one per nibble, waited twice a K step); with 16-input
+  halves per byte the join moves no data: each thread's low nibbles are its fragment's inputs 4q..4q + 3 of a
+  32-input chunk and its high ones 4q + 16..4q + 19.
 Both split K (``splitk``: equal ranges, or ``uneven`` ones) with ``splitk.store_tile``. Inline PTX (``dp4a``, the
 nibble moves) has a byte-wise fallback for Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``)
 the kernel is launched while the activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
@@ -53,8 +57,9 @@ class A8Config(TileConfig):
 
 def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | None:
     """Why ``cfg`` cannot run an [N, K] ``bits``-bit weight with this group size (a constraint named), or None."""
-    if bits == 4 and k % 2:
-        return f"in_features {k} must be even (two 4-bit codes per byte)"
+    if bits == 4 and (k % 32 or cfg.BK % 32):
+        return (f"in_features {k} and BK={cfg.BK} must be multiples of 32 (4-bit codes are packed in chunks of 32 "
+                "inputs)")
     if k % group:
         return f"in_features {k} must be a multiple of the group size {group}"
     if k > MAX_K:
@@ -66,9 +71,8 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
         return reason
     if group != k and group % cfg.BK:
         return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
-    if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK * bits < 256):
-        return (f"tl.dot on int8 needs BM, BN >= 16 and BK >= {256 // bits} (4 bits: two dots of BK/2; "
-                f"got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})")
+    if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
+        return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
     if cfg.path == "gemv" and cfg.BK * bits < 32:
         return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
     return None
@@ -121,14 +125,15 @@ if triton is not None:
         return tl.load(w_rows + k0 * BITS // 32, mask=ok, eviction_policy="evict_first")
 
     @triton.jit
-    def _gemv_acts(x_rows, k0, k_end, col_ok, K, BITS: tl.constexpr):
-        """The activation words of the tile at input k0 (4 bits: the even and the odd ones)."""
+    def _gemv_acts(x_rows, k0, k_end, col_ok, BITS: tl.constexpr):
+        """The activation words of the tile at input k0 (4 bits: those of the low nibbles, and those 16 inputs on,
+        of the high ones)."""
         ok = (col_ok & (k0 + 0 * col_ok.to(tl.int32) < k_end))[:, None]
-        xa = tl.load(x_rows + k0 * BITS // 32, mask=ok)
+        xa = tl.load(x_rows + k0 // 4, mask=ok)
         if BITS == 8:
             xb = xa
         else:
-            xb = tl.load(x_rows + K // 8 + k0 // 8, mask=ok)
+            xb = tl.load(x_rows + k0 // 4 + 4, mask=ok)
         return xa, xb
 
     @triton.jit(do_not_specialize=["M"])
@@ -145,46 +150,47 @@ if triton is not None:
         k_end = k_begin + k_len
         if PDL and not GEMV:  # launched while the activation-quant kernel may still run: wait for its codes
             gdc_wait()
-        if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4] (4 bits: even-odd order)
+        if GEMV:  # int32 words: weights [N, K * BITS / 32], activations [K / 4]
             W: tl.constexpr = BK * BITS // 32
             j = tl.arange(0, W)
             w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + j[None, :]
-            x_rows = xq_ptr + j[None, :] + 0 * cols[:, None]  # loaded per weight row (cached): the tile's layout
+            # 4 bits: weight word j is chunk j // 4's bytes 4 (j % 4) ... + 3, its low nibbles inputs 32 (j // 4) +
+            # 4 (j % 4) ... + 3, i.e. activation word 8 (j // 4) + j % 4 (``_gemv_acts`` adds 4 for the high ones)
+            xw = j if BITS == 8 else 8 * (j // 4) + j % 4
+            x_rows = xq_ptr + xw[None, :] + 0 * cols[:, None]  # loaded per weight row (cached): the tile's layout
             acc = tl.zeros((BN, W), dtype=tl.int32)
             accf = tl.zeros((BN, W), dtype=tl.float32)
             w_next = _gemv_weights(w_rows, k_begin, k_end, col_ok, BITS)
             if PDL:  # the first weight tile streams in while the activation-quant kernel finishes
                 gdc_wait()
-            xa_next, xb_next = _gemv_acts(x_rows, k_begin, k_end, col_ok, K, BITS)
+            xa_next, xb_next = _gemv_acts(x_rows, k_begin, k_end, col_ok, BITS)
             for k0 in range(k_begin, k_end, BK):  # the next tile's loads are issued before this one's products
                 w, xa, xb = w_next, xa_next, xb_next
                 w_next = _gemv_weights(w_rows, k0 + BK, k_end, col_ok, BITS)
-                xa_next, xb_next = _gemv_acts(x_rows, k0 + BK, k_end, col_ok, K, BITS)
+                xa_next, xb_next = _gemv_acts(x_rows, k0 + BK, k_end, col_ok, BITS)
                 part = acc if CHANNEL else tl.zeros_like(acc)
                 if BITS == 8:
                     part = _dp4a(w, xa, part, ASM)
-                else:  # word j: inputs 8j + (0, 2, 4, 6) in its low nibbles against the even activations' word,
-                    # 8j + (1, 3, 5, 7) in the high ones against the odd; each nibble moved to its byte's top (x 16)
+                else:  # each nibble moved to its byte's top (x 16): the low ones against xa, the high against xb
                     part = _dp4a((w << 4) & HIGH_NIBBLES, xa, part, ASM)
                     part = _dp4a(w & HIGH_NIBBLES, xb, part, ASM)
                 acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
             out = tl.sum(acc.to(tl.float32) if CHANNEL else accf, axis=1)[None, :]
-        else:  # bytes: weights [N, K * BITS / 8], activations [M, K] (4 bits: even-odd order)
+        else:  # bytes: weights [N, K * BITS / 8], activations [M, K]
             KB: tl.constexpr = BK * BITS // 8
             w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
-            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, KB)[None, :]
+            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, BK)[None, :]
             acc = tl.zeros((BN, BM), dtype=tl.int32)
             accf = tl.zeros((BN, BM), dtype=tl.float32)
             for k0 in range(k_begin, k_end, BK):
                 b = tl.load(w_rows + k0 * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
-                xa = tl.load(x_rows + k0 * BITS // 8, mask=row_ok[:, None], other=0)
+                xt = tl.load(x_rows + k0, mask=row_ok[:, None], other=0)
                 part = acc if CHANNEL else tl.zeros_like(acc)
-                if BITS == 8:
-                    part = tl.dot(b, tl.trans(xa), part, out_dtype=tl.int32)
-                else:  # byte i: inputs 2i (low nibble) against the even activations, 2i + 1 (high) the odd
-                    xb = tl.load(x_rows + K // 2 + k0 // 2, mask=row_ok[:, None], other=0)
-                    part = tl.dot(_top_nibbles(b, True, ASM), tl.trans(xa), part, out_dtype=tl.int32)
-                    part = tl.dot(_top_nibbles(b, False, ASM), tl.trans(xb), part, out_dtype=tl.int32)
+                if BITS == 4:  # the nibble tiles back in input order: per 32 inputs, 16 low ones then 16 high
+                    lo = tl.reshape(_top_nibbles(b, True, ASM), (BN, KB // 16, 16))
+                    hi = tl.reshape(_top_nibbles(b, False, ASM), (BN, KB // 16, 16))
+                    b = tl.reshape(tl.permute(tl.join(lo, hi), (0, 1, 3, 2)), (BN, BK))
+                part = tl.dot(b, tl.trans(xt), part, out_dtype=tl.int32)
                 acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
             out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
         ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
@@ -200,13 +206,13 @@ def counters_needed(n: int, m: int, cfg: A8Config) -> int:
 def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None, counters: torch.Tensor,
            bits: int, group: int, cfg: A8Config) -> torch.Tensor:
     """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype``."""
-    xq, sx = quantize_per_token(x, even_odd=bits == 4)
+    xq, sx = quantize_per_token(x)
     return launch(xq, sx, weight, ws, gs, counters, bits, group, cfg, x.dtype)
 
 
 def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None,
            counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype) -> torch.Tensor:
-    """``xq`` [M, K] int8 (even-odd order for 4-bit weights) with per-row scales ``sx`` times the packed [N, K]
+    """``xq`` [M, K] int8 with per-row scales ``sx`` times the packed [N, K]
     weight -> [M, N] in ``dtype``; ``counters`` int32 zeros (>= the ``counters_needed`` slots when ``cfg.split`` > 1)
     are left zero again."""
     m, k = xq.shape

@@ -26,14 +26,21 @@ def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor 
     if qw.scheme.bits == 8:
         weight = qw.codes.contiguous()
     else:
-        u = (qw.codes.to(torch.int16) & 0xF).to(torch.uint8)
-        weight = (u[:, 0::2] | (u[:, 1::2] << 4)).contiguous()
+        weight = pack_nibbles(qw.codes)
         chan = chan / 16  # the kernel multiplies 16 x code
     if qw.group_size == k:
         return weight, (qw.scales[:, 0].float() * chan).contiguous(), None
     gs = qw.scales.t().float()
     half = gs.half()
     return weight, chan.contiguous(), (half if torch.equal(half.float(), gs) else gs).contiguous()
+
+
+def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
+    """int8 4-bit codes [N, K] -> uint8 [N, K/2]: per chunk of 32 inputs, byte p holds input 32c + p in its low nibble
+    and 32c + 16 + p in its high one (``int8_kernel``'s layout; K a multiple of 32)."""
+    n, k = codes.shape
+    u = (codes.to(torch.int16) & 0xF).to(torch.uint8).view(n, k // 32, 2, 16)
+    return (u[:, :, 0] | (u[:, :, 1] << 4)).reshape(n, k // 2).contiguous()
 
 
 @torch.library.custom_op("specbench::a8_mm", mutates_args=("counters",))
@@ -84,7 +91,8 @@ class TritonA8:
 
     def describe(self, qw):
         n, k = qw.shape
-        weights = "int8 [N, K]" if qw.scheme.bits == 8 else "int4 [N, K/2] uint8 (2 per byte, two's complement)"
+        weights = ("int8 [N, K]" if qw.scheme.bits == 8
+                   else "int4 [N, K/2] uint8 (inputs i and i + 16 of each 32 per byte, two's complement)")
         groups = "" if qw.group_size == k else ", group scales [G, N]"
         source = kernel_table.describe_source(kernel_table.gpu_key(qw.device), n, k, qw.group_size, qw.scheme.name)
         return {"kernel": f"specbench Triton {qw.scheme.name} (per-token int8 act quant + dp4a gemv M=1 / "
