@@ -3,9 +3,9 @@
 Inputs: ``xq`` int8 [M, K] and ``sx`` float32 [M] from ``act_quant_kernel.quantize_per_token`` (``matmul`` runs
 both). Weights are K-contiguous per output channel (the K-major operand int8 MMAs want): 8-bit codes int8 [N, K];
 4-bit codes uint8 [N, K/2] in chunks of 32 inputs, byte p of chunk c holding input 32c + p in its low nibble and
-32c + 16 + p in its high one, two's complement (``backends.triton_a8.pack_nibbles``). ``ws`` float32 [N] is the per-channel scale (the QQQ
-channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add group scales ``gs`` [G, N]
-(QQQ's integers in [1, 16] as float16, other scales as float32).
+32c + 16 + p in its high one, two's complement (``backends.triton_a8.pack_nibbles``). ``ws`` float32 [N] is the
+per-channel scale (the QQQ channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add
+group scales ``gs`` [G, N] (QQQ's integers in [1, 16] as float16, other scales as float32).
 
 Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
 mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
@@ -23,7 +23,8 @@ accumulator. Two paths (``A8Config.path``):
   32-input chunk and its high ones 4q + 16..4q + 19.
 Both split K (``splitk``: equal ranges, or ``uneven`` ones) with ``splitk.store_tile``. Inline PTX (``dp4a``, the
 nibble moves) has a byte-wise fallback for Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``)
-the kernel is launched while the activation-quant kernel still runs and waits for its codes after the first weight tile's loads (gemv) or at once.
+the kernel is launched while the activation-quant kernel still runs and waits for its codes after the first weight
+tile's loads (gemv) or at once.
 """
 
 from __future__ import annotations
