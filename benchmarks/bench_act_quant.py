@@ -20,6 +20,7 @@ import torch
 from benchmarks.common import graphed_us, smoke_parser
 from specbench.quantization.act_quant_kernel import quantize_per_token
 
+
 def eager(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     s = (x.float().abs().amax(-1) / 127).clamp_min(torch.finfo(torch.float32).tiny)
     return torch.round(x.float() / s[:, None]).clamp(-127, 127).to(torch.int8), s
