@@ -340,6 +340,18 @@ def test_auto_backend_on_a_gpu_follows_the_table_and_says_what_to_install(monkey
         resolve("auto", int8, torch.bfloat16)
 
 
+def test_gpu_key_names_the_gpu_of_cuda_tensors_only(monkeypatch):
+    """A tensor on the CPU of a machine with an H200 runs no table (Triton's interpreter runs the kernels there)."""
+    def name(device=None):
+        if device is not None and torch.device(device).type != "cuda":
+            raise ValueError(f"Expected a cuda device, but got: {device}")
+        return "NVIDIA H200"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", name)
+    assert kernel_table.gpu_key(torch.device("cuda", 0)) == "h200" and kernel_table.gpu_key() == "h200"
+    assert kernel_table.gpu_key(torch.device("cpu")) is None
+
+
 def test_auto_backend_on_a_gpu_without_a_table_prefers_marlin_then_specbench(monkeypatch):
     """An A100 (the papers' GPU) has no committed table: Marlin (GPTQModel), SpecMQuant's kernel there, comes first;
     without GPTQModel specbench's kernel, whose configs there are heuristic."""

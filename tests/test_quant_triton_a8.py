@@ -56,15 +56,12 @@ INTERPRETED = textwrap.dedent("""
             assert torch.equal(q.float(), torch.round(xf / s_ref[:, None]).clamp(-127, 127)), (m, k, block, dtype)
             assert torch.equal(q.float() * s[:, None], fake_quant_act(xf, "int8")), (m, k, block, dtype)
             assert q[0, :6].tolist() == [2, 0, 2, 0, 4, 127] and (m == 1 or not q[1].any())
-    # near ties: x / s within an ulp or two of k + 1/2, where a quotient off by one ulp rounds the other way. Triton
-    # < 3.7's interpreter computes tl.fma as a product and a sum, two roundings, so the check needs a fused one there
+    # near ties: x / s within an ulp or two of k + 1/2, where a quotient off by one ulp rounds the other way
     # (tests/test_quant_triton_a8_gpu.py checks the same on the GPU)
-    from triton.runtime import interpreter
-    if hasattr(getattr(interpreter, "_interpreter", None), "fma_fp32"):
-        steps = torch.tensor([0.0137, 0.3, 1.7e-3, 0.0913])[:, None]
-        x = steps * torch.cat([torch.tensor([127.0]), torch.arange(-127, 126) + 0.5])
-        q, s = quantize_per_token(x, 64)
-        assert torch.equal(q.float(), torch.round(x / s[:, None]).clamp(-127, 127))
+    steps = torch.tensor([0.0137, 0.3, 1.7e-3, 0.0913])[:, None]
+    x = steps * torch.cat([torch.tensor([127.0]), torch.arange(-127, 126) + 0.5])
+    q, s = quantize_per_token(x, 64)
+    assert torch.equal(q.float(), torch.round(x / s[:, None]).clamp(-127, 127))
 
     def run(qw, m, dtype, cfg=None, seed=0):
         gen = torch.Generator().manual_seed(seed)

@@ -33,7 +33,7 @@ def test_activation_codes_are_those_of_a_true_division():
     """Per-token codes at near ties (x / s within an ulp or two of k + 1/2) and on an all-zero row, several programs
     a row, against torch's correctly rounded division."""
     steps = torch.tensor([0.0137, 0.3, 1.7e-3, 0.0913], device="cuda")[:, None]
-    x = steps * torch.cat([torch.tensor([127.0]), torch.arange(-127, 126) + 0.5]).cuda()
+    x = steps * torch.cat([torch.tensor([127.0, 0.0, 0.0]), torch.arange(-127, 126) + 0.5]).cuda()  # 256 wide
     x = torch.cat([x.repeat(1, 112), torch.zeros(1, 28672, device="cuda")])  # 28672 wide, like the down projection
     q, s = quantize_per_token(x)
     s_ref = (x.abs().amax(-1) / 127).clamp_min(torch.finfo(torch.float32).tiny)

@@ -47,8 +47,9 @@ MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need onl
 
 
 def gpu_key(device: torch.device | None = None) -> str | None:
-    """"h200", "h100" or "h800" for those GPUs (the name's part: a GH200 is "h200"), else None."""
-    if not torch.cuda.is_available():
+    """"h200", "h100" or "h800" for those GPUs (the name's part: a GH200 is "h200"), else None (also for a CPU
+    device on a machine with GPUs: Triton's interpreter runs the kernels there)."""
+    if not torch.cuda.is_available() or (device is not None and torch.device(device).type != "cuda"):
         return None
     name = torch.cuda.get_device_name(device).lower()
     return next((g for g in GPUS if g in name), None)
