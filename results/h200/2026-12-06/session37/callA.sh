@@ -10,8 +10,8 @@ timeout 110 python3 -m pytest -q -rfE -p no:cacheprovider tests/test_quant_trito
   > "$OUT/pytest.log" 2>&1; echo "pytest rc $? $(( $(date +%s) - t0 )) s"; tail -3 "$OUT/pytest.log"
 TABLE=specbench/quantization/tables/h200.json
 mkdir base_t && cp -r specbench benchmarks tools base_t/
-timeout 270 python3 -m specbench.quantization.tune --gpu h200 --schemes w4a8 --models llama-3-70b llama-3-8b \
-  --buckets 1 16 64 --groups 128 -1 --around-entry --budget-s 240 --workers 12 --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
+timeout 210 python3 -m specbench.quantization.tune --gpu h200 --schemes w4a8 --models llama-3-70b llama-3-8b \
+  --buckets 1 16 64 --groups 128 -1 --around-entry --budget-s 180 --workers 12 --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "M=(1|16|64):" "$OUT/tune.log" | cut -c1-170
 cp "$OUT/h200.json" $TABLE
 for b in base_t base; do
