@@ -155,6 +155,22 @@ def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpr
     assert run_in_interpreter(INTERPRETED) == "ok"
 
 
+def test_a_layer_takes_narrow_tiles_its_split_k_counters_cover():
+    """The tune tables gemv tiles of BN = 8 (faster on the 8B per-channel shapes at M = 1): a layer runs them, and
+    refuses, naming its counters, a split config whose output tiles outnumber them."""
+    from specbench.quantization.backends.triton_a8 import A8Triton
+
+    layer = A8Triton(quantize_rtn(torch.randn(64, 1024), get_scheme("w4a8"), -1), None)
+    for split in (1, 2):
+        cfg = A8Config("gemv", 8, 256, split=split, warps=8, stages=2)
+        layer._entries, layer._chosen = {"1": {"config": cfg.as_dict()}}, {}
+        assert layer.config(1)[0] == [0, 8, 256, split, 16, 8, 2, 0]
+    layer.counters = layer.counters[:4]  # 64 / 8 = 8 output tiles
+    layer._chosen = {}
+    with pytest.raises(ValueError, match="splits K over 8 output tiles at M = 1, more than the layer's 4 counters"):
+        layer.config(1)
+
+
 def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert "multiples of 32" in check_shape(64, 496, 496, 4, A8Config("gemv", 32, 64))  # 4-bit chunks of 32
     assert "multiples of 32" in check_shape(64, 1024, 1024, 4, A8Config("gemv", 32, 16))

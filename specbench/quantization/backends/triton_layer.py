@@ -29,8 +29,10 @@ class TritonLayer(nn.Module):
         if m not in self._chosen:
             cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme,
                                                self._entries, self.hopper)
-            if cfg.BN < 16 or (cfg.path == "dot" and cfg.BM < 16):
-                raise ValueError(f"config {cfg} has blocks under 16")
+            tiles = splitk.counters_needed(self.n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
+            if cfg.split > 1 and tiles > self.counters.numel():
+                raise ValueError(f"config {cfg} splits K over {tiles} output tiles at M = {m}, more than the layer's "
+                                 f"{self.counters.numel()} counters (sized for blocks of at least 16)")
             d = cfg.as_dict()
             self._chosen[m] = ([PATHS.index(d.pop("path")), *map(int, d.values())], source)
         return self._chosen[m]
