@@ -187,6 +187,23 @@ def test_committed_h200_table_covers_the_shipped_shapes():
     assert any(key.endswith(":zp") for key in table["entries"])
 
 
+def test_every_committed_entry_runs_in_a_layer_at_every_m_of_its_bucket():
+    """What the tune tables, the layers run: each entry of every scheme, at the lowest and highest M its bucket serves,
+    passes the layer's own checks (its split-K counters among them) and comes from the table, not the heuristic."""
+    from specbench.quantization.backends.triton_layer import TritonLayer
+
+    for key, entries in kernel_table.load("h200")["entries"].items():
+        scheme = key.split(":")[0] if key.startswith(("w8a8_int8:", "w4a8:")) else "w4a16"
+        shape, kind, *zp = key.removeprefix(f"{scheme}:").split(":")
+        n, k = map(int, shape.split("x"))
+        layer = TritonLayer(n, k, k if kind == "channel" else int(kind[1:]), scheme, "h200", torch.device("cpu"),
+                            zero_points=bool(zp))
+        buckets = sorted(map(int, entries))
+        for low, high in zip([0, *buckets], buckets):
+            for m in {low + 1, high}:
+                assert layer.config(m)[1] == "table h200", (key, m)
+
+
 def test_lookup_buckets_and_heuristic_fallback():
     cfg, source = kernel_table.choose("h200", 8192, 8192, 128, 9)  # next bucket up: 16
     entry = kernel_table.load("h200")["entries"]["8192x8192:g128"]["16"]
