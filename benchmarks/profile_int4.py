@@ -23,7 +23,8 @@ import triton
 import triton.language as tl
 
 from specbench.quantization import kernel_table
-from specbench.quantization.int4_kernel import counters_needed, launch
+from specbench.quantization.int4_kernel import launch
+from specbench.quantization.splitk import tile_counters
 from specbench.quantization.tune import L2_DEFEAT_BYTES, random_weight, time_config
 
 
@@ -74,7 +75,7 @@ def wave_sweep(n: int, k: int, group: int, m: int, tiles: range, replays: int) -
             break
         nbytes = nt * k // 2 + nt * k // group * 2
         copies = [random_weight(nt, k, group, "cuda", s) for s in range(max(2, -(-L2_DEFEAT_BYTES // nbytes)))]
-        counters = torch.zeros(counters_needed(nt, m, cfg) + 1, dtype=torch.int32, device="cuda")
+        counters = torch.zeros(tile_counters(nt, m, cfg) + 1, dtype=torch.int32, device="cuda")
         run = lambda w: launch(x, *w, None, counters, group, cfg)  # noqa: E731
         ms = time_config(run, copies, replays)
         grid = (nt // 128, 4)  # the stream read at one fixed tiling: BN 128, four K slabs, 16 rows per load
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         for m in args.ms:
             cfg, source = kernel_table.choose("h200", n, k, args.group, m)
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-            counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+            counters = torch.zeros(tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
             run = lambda w: launch(x, *w, None, counters, args.group, cfg)  # noqa: E731
             if args.ncu:  # a compiling launch, then the one to profile
                 for w in copies[:2]:

@@ -444,16 +444,10 @@ if triton is not None:
         store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
 
 
-def counters_needed(n: int, m: int, cfg: KernelConfig) -> int:
-    """Counter slots a split-K launch uses: one per output tile."""
-    return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
-
-
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
            counters: torch.Tensor, group: int, cfg: KernelConfig) -> torch.Tensor:
     """``x`` [M, K] (16-bit) times the [N, K] int4 weight (``packed`` in the ``blocked`` storage) -> [M, N];
-    ``counters`` int32 zeros (>= the
-    ``counters_needed`` slots when ``cfg.split`` > 1) are left zero again."""
+    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again."""
     m, k = x.shape
     n = packed.shape[1]
     if cfg.one_row and m != 1:

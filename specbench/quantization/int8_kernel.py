@@ -199,11 +199,6 @@ if triton is not None:
         store_tile(out * ws[None, :] * sx[:, None], y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
 
 
-def counters_needed(n: int, m: int, cfg: A8Config) -> int:
-    """Counter slots a split-K launch uses: one per output tile."""
-    return splitk.counters_needed(n, m, cfg.BN, 1 if cfg.path == "gemv" else cfg.BM)
-
-
 def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None, counters: torch.Tensor,
            bits: int, group: int, cfg: A8Config) -> torch.Tensor:
     """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype``."""
@@ -213,9 +208,8 @@ def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Te
 
 def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None,
            counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype) -> torch.Tensor:
-    """``xq`` [M, K] int8 with per-row scales ``sx`` times the packed [N, K]
-    weight -> [M, N] in ``dtype``; ``counters`` int32 zeros (>= the ``counters_needed`` slots when ``cfg.split`` > 1)
-    are left zero again."""
+    """``xq`` [M, K] int8 with per-row scales ``sx`` times the packed [N, K] weight -> [M, N] in ``dtype``;
+    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again."""
     m, k = xq.shape
     n = weight.shape[0]
     if cfg.path == "gemv" and m != 1:

@@ -62,6 +62,11 @@ def counters_needed(n: int, m: int, bn: int, bm: int) -> int:
     return -(-n // bn) * -(-m // bm)
 
 
+def tile_counters(n: int, m: int, cfg: TileConfig) -> int:
+    """``counters_needed`` by a launch of ``cfg`` at M rows (a one-row config's tiles are one row high)."""
+    return counters_needed(n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
+
+
 def outputs(m: int, n: int, dtype: torch.dtype, device, split: int, bn: int, bm: int,
             counters: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(``y`` [M, N], the partial-sum workspace, which is ``y`` itself without a split); checks the counters."""

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import torch
 
-from specbench.quantization import int8_kernel, kernel_table
+from specbench.quantization import int8_kernel, kernel_table, splitk
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.formats import unpack_int32
 from specbench.quantization.int4_kernel import (
-    GROUP_COLUMNS, SCALED_PLANES, KernelConfig, blocked, check_shape, counters_needed, kernel_order, launch, unblocked,
+    GROUP_COLUMNS, SCALED_PLANES, KernelConfig, blocked, check_shape, kernel_order, launch, unblocked,
 )
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
@@ -208,7 +208,7 @@ def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool,
     gen = torch.Generator(device="cuda").manual_seed(seed + 1)
     zeros = torch.randint(0, 16, scales.shape, device="cuda", generator=gen).to(scales.dtype) if asym else None
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
-    counters = torch.zeros(counters_needed(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+    counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     y = launch(x, packed, scales, zeros, counters, group, cfg).float()
     q = torch.empty(k, n, device="cuda")
     q[kernel_order(k, group).cuda()] = unpack_int32(unblocked(packed), 4, 0).float()  # [K, N] in input order
@@ -245,9 +245,6 @@ class W4A16:
     def launch(self, cfg, x, weight, group, counters):
         return launch(x, *weight, counters, group, cfg)
 
-    def counters(self, n, m, cfg):
-        return counters_needed(n, m, cfg)
-
     def errors(self, cfg, n, k, group, m):
         return [rel_error(cfg, n, k, group, mm, asym) for mm in {m, max(1, m - 1)} if cfg.path == "dot" or mm == 1
                 for asym in (False, True)]
@@ -282,9 +279,6 @@ class A8:
     def launch(self, cfg, x, weight, group, counters):
         return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, torch.bfloat16)
 
-    def counters(self, n, m, cfg):
-        return int8_kernel.counters_needed(n, m, cfg)
-
     def errors(self, cfg, n, k, group, m, seed=1):
         """Rel. errors against fp32 ``fake_quant(x) @ dequantized W.T`` on an RTN weight, at M (and M - 1)."""
         from specbench.quantization.backends.triton_a8 import pack
@@ -293,7 +287,7 @@ class A8:
         w = torch.randn(n, k, device=self.device, generator=gen) * 0.02
         qw = quantize_rtn(w, SCHEMES[self.scheme], -1 if group == k else group)
         packed, dense = pack(qw), qw.dequantize()
-        counters = torch.zeros(self.counters(n, m, cfg) + 1, dtype=torch.int32, device=self.device)
+        counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device=self.device)
         out = []
         for mm in {m, max(1, m - 1)} if cfg.path == "dot" else {1}:
             x = torch.randn(mm, k, device=self.device, dtype=torch.bfloat16, generator=gen)
@@ -321,7 +315,7 @@ def _compile(tasks: list[tuple[str, bool, object, int, int]]) -> int:
         group = k if group_kind_k == -1 else group_kind_k
         n = 4 * cfg.BN
         weight, x = kernel.weight(n, k, group, 0), kernel.inputs(m, k)
-        counters = torch.zeros(kernel.counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+        counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
         try:
             kernel.launch(replace(cfg, split=min(cfg.split, 2)), x, weight, group, counters)
             done += 1
@@ -444,7 +438,7 @@ def main(argv: list[str] | None = None) -> dict:
         weights = weights_of[scheme, n, k, group]
         x = kernel.inputs(m, k)
         cands = timed_candidates(scheme, n, k, group, m)
-        counters = torch.zeros(max(kernel.counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
+        counters = torch.zeros(max(splitk.tile_counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
         timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
         for i, cfg in enumerate(cands):
             if i > 1 and time.monotonic() - t0 > args.budget_s:  # the heuristic and the current entry always run

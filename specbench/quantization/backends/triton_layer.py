@@ -29,7 +29,7 @@ class TritonLayer(nn.Module):
         if m not in self._chosen:
             cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme,
                                                self._entries, self.hopper)
-            tiles = splitk.counters_needed(self.n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
+            tiles = splitk.tile_counters(self.n, m, cfg)
             if cfg.split > 1 and tiles > self.counters.numel():
                 raise ValueError(f"config {cfg} splits K over {tiles} output tiles at M = {m}, more than the layer's "
                                  f"{self.counters.numel()} counters (sized for blocks of at least 16)")
