@@ -91,6 +91,9 @@ INTERPRETED = textwrap.dedent("""
         ("w4a8 g64 float", 1, C("gemv", 64, 32, split=2)), ("w4a8 g64 float", 17, C("dot", 16, 64, split=2)),
         ("w8a8", 3, C("dot", 32, 64, split=3, uneven=True)), ("w4a8 g128", 1, C("gemv", 16, 64, split=3, uneven=True)),
         ("w4a8 ch", 17, C("dot", 16, 64, split=2, BM=32, uneven=True)),  # uneven K ranges; equal on their code
+        # dot K tiles of several groups, one dot and one group scale per group
+        ("w4a8 g64 float", 17, C("dot", 16, 128, split=2)), ("w4a8 g64 float", 3, C("dot", 32, 256)),
+        ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32)),
         # sm_90's heuristic for per-channel weights (K tiles of 256, 4 stages), on a small GPU so that K splits
         ("w8a8", 17, kernel_table.heuristic_a8(40, 512, 512, 17, 8, sms=8, hopper=True)),
         ("w4a8 ch", 33, kernel_table.heuristic_a8(40, 512, 512, 33, 4, sms=8, hopper=True)),
@@ -178,6 +181,8 @@ def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=3, uneven=True)) is None
     assert "fewer than split=9" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 128, split=9, uneven=True))
     assert "must divide the group size 128" in check_shape(64, 1024, 128, 4, A8Config("gemv", 32, 256))
+    assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 256)) is None  # two groups a K tile: a dot each
+    assert "or be a multiple of it" in check_shape(64, 960, 96, 4, A8Config("dot", 32, 64))
     assert "BK >= 32" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 16))
     assert check_shape(64, 1024, 1024, 4, A8Config("dot", 32, 32)) is None  # one 32-input chunk: one wgmma K step
     assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 128, split=2)) is None

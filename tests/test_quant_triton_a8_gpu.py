@@ -57,6 +57,24 @@ def test_kernel_matches_reference_on_the_shipped_shapes(scheme, group, k, n):
 
 
 @pytest.mark.parametrize("scheme,group", VARIANTS)
+@pytest.mark.parametrize("cfg", [A8Config("dot", 64, 256, split=2, BM=16), A8Config("dot", 64, 512, BM=64, stages=3),
+                                 A8Config("dot", 128, 256, split=2, BM=64, warps=8, uneven=True)])
+def test_dot_tiles_of_several_groups(scheme, group, cfg):
+    """K tiles of 256 and 512 inputs (for grouped weights, a dot and a group scale per group of 128) at M = 1..64."""
+    fast, ref = layers(scheme, group, 4096, 1024)
+    d = cfg.as_dict()
+    d.pop("path")
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    for m in (1, 17, 64):
+        fast.kernel._chosen[m] = ([1, *d.values()], "test")
+        x = torch.randn(m, 4096, device="cuda", generator=gen, dtype=torch.bfloat16)
+        with torch.no_grad():
+            err = rel(fast(x), ref(x))
+        assert err < TOLERANCE[get_scheme(scheme).bits], (scheme, group, cfg, m, err)
+        assert int(fast.kernel.counters.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("scheme,group", VARIANTS)
 @pytest.mark.parametrize("cfg", [A8Config("gemv", 32, 128, split=4), A8Config("gemv", 128, 128, split=2, warps=8),
                                  A8Config("dot", 64, 128, split=4, stages=4), A8Config("dot", 128, 64, split=1),
                                  A8Config("gemv", 64, 128, split=3, uneven=True),  # 10 or 11 K tiles each

@@ -9,8 +9,8 @@ group scales ``gs`` [G, N] (QQQ's integers in [1, 16] as float16, other scales a
 
 Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
 mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
-scale once; grouped ones scale each BK tile's int32 partial by its group scale (BK divides the group) into a float32
-accumulator. Two paths (``A8Config.path``):
+scale once; grouped ones scale each int32 partial of one group's inputs by its group scale into a float32 accumulator
+(a K tile within one group, or in the dot path also a tile of several groups, one dot per group). Two paths (``A8Config.path``):
 - ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
   against the activation word of the same four chunk positions, its high ones against the word 16 inputs on) into a
   [BN, words] accumulator, scaled per group and reduced once at the end; the next tile's loads are issued before
@@ -70,13 +70,20 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
     reason = splitk.check_split(k, cfg.BK, cfg)
     if reason:
         return reason
-    if group != k and group % cfg.BK:
-        return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
+    if group != k and group % cfg.BK and (cfg.path == "gemv" or cfg.BK % group):
+        return (f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)" if cfg.path == "gemv" else
+                f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)")
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
         return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
     if cfg.path == "gemv" and cfg.BK * bits < 32:
         return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
     return None
+
+
+def sub_tile(k: int, group: int, bk: int) -> int:
+    """The inputs of one dot and one group scale in a dot-path K tile of ``bk``: the group where a tile of a
+    grouped weight spans several groups, else the whole tile."""
+    return group if group != k and bk > group else bk
 
 
 if triton is not None:
@@ -140,8 +147,8 @@ if triton is not None:
     @triton.jit(do_not_specialize=["M"])
     def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
                   BITS: tl.constexpr, GROUP: tl.constexpr, CHANNEL: tl.constexpr, SPLIT_K: tl.constexpr,
-                  GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ASM: tl.constexpr,
-                  PDL: tl.constexpr, UNEVEN: tl.constexpr):
+                  GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SUB: tl.constexpr,
+                  ASM: tl.constexpr, PDL: tl.constexpr, UNEVEN: tl.constexpr):
         pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -177,22 +184,24 @@ if triton is not None:
                     part = _dp4a(w & HIGH_NIBBLES, xb, part, ASM)
                 acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
             out = tl.sum(acc.to(tl.float32) if CHANNEL else accf, axis=1)[None, :]
-        else:  # bytes: weights [N, K * BITS / 8], activations [M, K]
-            KB: tl.constexpr = BK * BITS // 8
+        else:  # bytes: weights [N, K * BITS / 8], activations [M, K]; a dot per SUB inputs (``sub_tile``)
+            KB: tl.constexpr = SUB * BITS // 8
             w_rows = w_ptr + cols[:, None].to(tl.int64) * stride_wn + tl.arange(0, KB)[None, :]
-            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, BK)[None, :]
+            x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, SUB)[None, :]
             acc = tl.zeros((BN, BM), dtype=tl.int32)
             accf = tl.zeros((BN, BM), dtype=tl.float32)
             for k0 in range(k_begin, k_end, BK):
-                b = tl.load(w_rows + k0 * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
-                xt = tl.load(x_rows + k0, mask=row_ok[:, None], other=0)
-                part = acc if CHANNEL else tl.zeros_like(acc)
-                if BITS == 4:  # the nibble tiles back in input order: per 32 inputs, 16 low ones then 16 high
-                    lo = tl.reshape(_top_nibbles(b, True, ASM), (BN, KB // 16, 16))
-                    hi = tl.reshape(_top_nibbles(b, False, ASM), (BN, KB // 16, 16))
-                    b = tl.reshape(tl.permute(tl.join(lo, hi), (0, 1, 3, 2)), (BN, BK))
-                part = tl.dot(b, tl.trans(xt), part, out_dtype=tl.int32)
-                acc, accf = _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP, CHANNEL)
+                for s in tl.static_range(BK // SUB):
+                    ks = k0 + s * SUB
+                    b = tl.load(w_rows + ks * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
+                    xt = tl.load(x_rows + ks, mask=row_ok[:, None], other=0)
+                    part = acc if CHANNEL else tl.zeros_like(acc)
+                    if BITS == 4:  # the nibble tiles back in input order: per 32 inputs, 16 low ones then 16 high
+                        lo = tl.reshape(_top_nibbles(b, True, ASM), (BN, KB // 16, 16))
+                        hi = tl.reshape(_top_nibbles(b, False, ASM), (BN, KB // 16, 16))
+                        b = tl.reshape(tl.permute(tl.join(lo, hi), (0, 1, 3, 2)), (BN, SUB))
+                    part = tl.dot(b, tl.trans(xt), part, out_dtype=tl.int32)
+                    acc, accf = _add_tile(part, acc, accf, gs_ptr, ks, N, cols, col_ok, GROUP, CHANNEL)
             out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
         ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
         sx = tl.load(sx_ptr + rows, mask=row_ok, other=0.0)
@@ -227,7 +236,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
-        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
+        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, SUB=sub_tile(k, group, cfg.BK), ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "

@@ -117,7 +117,7 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
         grid = itertools.product((32, 64, 128, 256) if grouped else (16, 32, 64, 128), bks, (4, 8))
         out += [A8Config("gemv", bn, bk, s, warps=w, stages=2) for bn, bk, w in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
-    bks = (64, 128) if grouped else (128, 256, 512)
+    bks = (64, 128, 256, 512) if grouped else (128, 256, 512)  # grouped tiles of several groups: a dot per group
     # dot: wider N tiles read each activation tile for more weights (at BN 64 and M = 64 a program reads twice as many
     # activation bytes as weight bytes); two warp groups where the [BN, BM] accumulator would not fit four warps
     grid = itertools.product(bms, (64, 128, 256), bks, (3, 4), (4, 8))
