@@ -236,7 +236,8 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
         BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
-        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, SUB=sub_tile(k, group, cfg.BK), ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
+        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, SUB=sub_tile(k, group, cfg.BK),
+        ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "
