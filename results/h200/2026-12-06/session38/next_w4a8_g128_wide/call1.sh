@@ -4,7 +4,7 @@
 # (same code, committed table) and the W4A8 agreement with the new table. Make base/ from HEAD first:
 #   mkdir base && git archive HEAD specbench benchmarks tools | tar -x -C base && rm -rf base/specbench/assets/tiny/*
 # Adopt the table if the g128 stacks are faster and the agreement holds. Call 5 ran it with TUNE_S=120 (buckets 1 and
-# 16 of the 70B shapes, adopted); next: MODELS="llama-3-70b llama-3-8b" BUCKETS="32 64" TUNE_S=280.
+# 16 of the 70B shapes, adopted); next: MODELS=llama-3-8b BUCKETS=1 (buckets 16-64 come with session 37's full grid).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 MODELS=${MODELS:-llama-3-70b}
