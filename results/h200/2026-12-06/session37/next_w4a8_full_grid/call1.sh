@@ -1,7 +1,7 @@
 # Prepared in session 37 (~8 min, an H200: the tune refuses other GPUs). The W4A8 entries at M = 16, 32 and 64 over
 # the full candidate grid for the one-dot kernel (session 37 re-tuned only around the two-dot code's entries; the 70B
 # per-channel qkv and o projections run at x1.72 / x1.55 of their M = 1 time at M = 64, 2.0 TB/s), then the stacks
-# against the committed table and the W4A8 agreement with the new one; then the int8-activation GPU tests. Make
+# against the committed table and the W4A8 agreement with the new one. Make
 # base/ from HEAD first (it then holds the committed table):
 #   mkdir base && git archive HEAD specbench benchmarks tools | tar -x -C base && rm -rf base/specbench/assets/tiny/*
 # Adopt the table if the stacks are faster at M = 16-64 and the agreement holds (#15's W4A8 T(64)/T(1): x1.33, needs 1.3).
