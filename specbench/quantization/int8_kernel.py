@@ -10,7 +10,8 @@ group scales ``gs`` [G, N] (QQQ's integers in [1, 16] as float16, other scales a
 Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
 mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
 scale once; grouped ones scale each int32 partial of one group's inputs by its group scale into a float32 accumulator
-(a K tile within one group, or in the dot path also a tile of several groups, one dot per group). Two paths (``A8Config.path``):
+(a K tile within one group, or in the dot path also a tile of several groups, one dot per group). Two paths
+(``A8Config.path``):
 - ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
   against the activation word of the same four chunk positions, its high ones against the word 16 inputs on) into a
   [BN, words] accumulator, scaled per group and reduced once at the end; the next tile's loads are issued before
@@ -71,8 +72,9 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
     if reason:
         return reason
     if group != k and group % cfg.BK and (cfg.path == "gemv" or cfg.BK % group):
-        return (f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)" if cfg.path == "gemv" else
-                f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)")
+        if cfg.path == "gemv":
+            return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
+        return f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)"
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
         return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
     if cfg.path == "gemv" and cfg.BK * bits < 32:
