@@ -18,7 +18,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from specbench.quantization import kernel_table
-from specbench.quantization.int8_kernel import a8_kernel, sub_tile
+from specbench.quantization.int8_kernel import A8Config, a8_kernel, kernel_constants
 from specbench.wgmma_guard import early_writes, loops
 from tools.int4_sass import compile_sm90, on_cubin
 
@@ -38,11 +38,9 @@ def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
             if c["path"] != "dot":
                 continue
             if a8:
-                k, group = int(parts[1].split("x")[1]), c["BK"] if kind == "channel" else 128
-                const = dict(BITS=8 if parts[0] == "w8a8_int8" else 4, GROUP=group, CHANNEL=kind == "channel",
-                             SPLIT_K=c.get("split", 1) > 1, GEMV=False, BM=c["BM"], BN=c["BN"], BK=c["BK"],
-                             SUB=sub_tile(k, k if kind == "channel" else group, c["BK"]), ASM=True, PDL=False,
-                             UNEVEN=bool(c.get("uneven")))
+                k, bits = int(parts[1].split("x")[1]), 8 if parts[0] == "w8a8_int8" else 4
+                group = k if kind == "channel" else int(kind[1:])
+                const = {**kernel_constants(k, group, bits, A8Config(**c)), "ASM": True, "PDL": False}
             else:
                 const = dict(fp16=True, channel=kind == "channel", zeros=parts[-1] == "zp",
                              whole_k=c.get("split", 1) == 1, gemv=False, BM=c["BM"], BN=c["BN"], BK=c["BK"],

@@ -18,10 +18,9 @@ scale once; grouped ones scale each int32 partial of one group's inputs by its g
   this one's products;
 - ``dot`` (any M): ``tl.dot`` of the int8 weight tile [BN, BK] with the transposed activation tile [BK, BM]
   (output channels on the MMA's M side, so BM = 16 tokens still fills it; int8 tensor cores); 4 bits: the low- and
-  high-nibble tiles joined back into input order, one dot per tile. The weight is the wgmma's register operand and
-  Triton waits for each such dot before the next (two dots, one per nibble, waited twice a K step); with 16-input
-  halves per byte the join moves no data: each thread's low nibbles are its fragment's inputs 4q..4q + 3 of a
-  32-input chunk and its high ones 4q + 16..4q + 19.
+  high-nibble tiles joined back into input order, so one dot (and one wgmma wait: the weight is the register
+  operand) per tile or per group of it; with 16-input halves per byte the join moves no data: each thread's low
+  nibbles are its fragment's inputs 4q..4q + 3 of a 32-input chunk and its high ones 4q + 16..4q + 19.
 Both split K (``splitk``: equal ranges, or ``uneven`` ones) with ``splitk.store_tile``. Inline PTX (``dp4a``, the
 nibble moves) has a byte-wise fallback for Triton's CPU interpreter (``ASM``). With ``PDL`` (``act_quant_kernel``)
 the kernel is launched while the activation-quant kernel still runs and waits for its codes after the first weight
@@ -71,10 +70,11 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
     reason = splitk.check_split(k, cfg.BK, cfg)
     if reason:
         return reason
-    if group != k and group % cfg.BK and (cfg.path == "gemv" or cfg.BK % group):
+    if group != k and group % cfg.BK:
         if cfg.path == "gemv":
             return f"BK={cfg.BK} must divide the group size {group} (one group scale per tile)"
-        return f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)"
+        if cfg.BK % group:
+            return f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)"
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
         return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
     if cfg.path == "gemv" and cfg.BK * bits < 32:
@@ -86,6 +86,14 @@ def sub_tile(k: int, group: int, bk: int) -> int:
     """The inputs of one dot and one group scale in a dot-path K tile of ``bk``: the group where a tile of a
     grouped weight spans several groups, else the whole tile."""
     return group if group != k and bk > group else bk
+
+
+def kernel_constants(k: int, group: int, bits: int, cfg: A8Config) -> dict:
+    """``a8_kernel``'s compile-time arguments for a [*, K] weight of this group size and ``cfg`` (all but ``ASM`` and
+    ``PDL``, which depend on where it runs)."""
+    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
+                GEMV=cfg.path == "gemv", BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK,
+                SUB=sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven))
 
 
 if triton is not None:
@@ -237,9 +245,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
-        BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
-        GEMV=cfg.path == "gemv", BM=bm, BN=cfg.BN, BK=cfg.BK, SUB=sub_tile(k, group, cfg.BK),
-        ASM=not INTERPRETED, PDL=PDL, UNEVEN=bool(cfg.uneven),
+        **kernel_constants(k, group, bits, cfg), ASM=not INTERPRETED, PDL=PDL,
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "
