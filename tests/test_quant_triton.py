@@ -430,7 +430,8 @@ def test_tune_neighbours_change_one_field_a_step_and_toggle_scales_ahead():
     assert replace(entry, DEQ=9) in near  # the other plane-dot mode (invalid ones are left to check_shape)
     assert any(c.scales_ahead for c in candidates(8192, 8192, 128, 16))  # the full grid offers it too
     a8 = neighbours(A8Config("dot", 64, 256, 2, BM=16, warps=4, stages=3))
-    assert A8Config("dot", 64, 256, 4, BM=16, warps=4, stages=3) in a8 and len(a8) == 8
+    assert A8Config("dot", 64, 256, 4, BM=16, warps=4, stages=3) in a8 and len(a8) == 9
+    assert A8Config("dot", 64, 256, 2, BM=16, warps=4, stages=3, scaled=True) in a8  # left to check_shape, as DEQ
 
 
 def test_tune_final_round_picks_the_fastest_on_fresh_timings_not_the_luckiest(monkeypatch):

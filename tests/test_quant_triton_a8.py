@@ -94,6 +94,10 @@ INTERPRETED = textwrap.dedent("""
         # dot K tiles of several groups, one dot and one group scale per group
         ("w4a8 g64 float", 17, C("dot", 16, 128, split=2)), ("w4a8 g64 float", 3, C("dot", 32, 256)),
         ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32)),
+        # codes times QQQ's integer group scales, one int32 sum (float group scales: the per-group scaling)
+        ("w4a8 g128", 3, C("dot", 32, 128, scaled=True)), ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32, scaled=True)),
+        ("w4a8 g128", 33, C("dot", 16, 64, split=3, BM=32, uneven=True, scaled=True)),
+        ("w4a8 g64 float", 17, C("dot", 16, 128, split=2, scaled=True)),
         # sm_90's heuristic for per-channel weights (K tiles of 256, 4 stages), on a small GPU so that K splits
         ("w8a8", 17, kernel_table.heuristic_a8(40, 512, 512, 17, 8, sms=8, hopper=True)),
         ("w4a8 ch", 33, kernel_table.heuristic_a8(40, 512, 512, 33, 4, sms=8, hopper=True)),
@@ -167,7 +171,7 @@ def test_a_layer_takes_narrow_tiles_its_split_k_counters_cover():
     for split in (1, 2):
         cfg = A8Config("gemv", 8, 256, split=split, warps=8, stages=2)
         layer._entries, layer._chosen = {"1": {"config": cfg.as_dict()}}, {}
-        assert layer.config(1)[0] == [0, 8, 256, split, 16, 8, 2, 0]
+        assert layer.config(1)[0] == [0, 8, 256, split, 16, 8, 2, 0, 0]
     layer.counters = layer.counters[:4]  # 64 / 8 = 8 output tiles
     layer._chosen = {}
     with pytest.raises(ValueError, match="splits K over 8 output tiles at M = 1, more than the layer's 4 counters"):
@@ -186,6 +190,10 @@ def test_shapes_the_kernels_cannot_run_name_the_constraint():
     assert "BK >= 32" in check_shape(64, 1024, 1024, 8, A8Config("dot", 32, 16))
     assert check_shape(64, 1024, 1024, 4, A8Config("dot", 32, 32)) is None  # one 32-input chunk: one wgmma K step
     assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 128, split=2)) is None
+    for scheme_bits, group, path in ((4, 1024, "dot"), (8, 1024, "dot"), (4, 128, "gemv")):
+        assert "needs grouped 4-bit weights on the dot path" in check_shape(
+            64, 1024, group, scheme_bits, A8Config(path, 32, 128, scaled=True))
+    assert check_shape(64, 1024, 128, 4, A8Config("dot", 32, 256, scaled=True)) is None
     assert "too large for exact int32 sums" in check_shape(64, 2**18, 2**18, 8, A8Config("gemv", 32, 512))
     triton = BACKENDS["triton"]
     assert "fp8" not in triton.schemes and {"w4a16", "w8a8_int8", "w4a8"} <= set(triton.schemes)
@@ -205,6 +213,19 @@ def test_w4a8_bytes_hold_inputs_i_and_i_plus_16_of_each_32():
     for c in range(2):
         assert torch.equal(low[:, 16 * c:16 * c + 16], codes[:, 32 * c:32 * c + 16])
         assert torch.equal(high[:, 16 * c:16 * c + 16], codes[:, 32 * c + 16:32 * c + 32])
+
+
+def test_qqq_group_scales_travel_as_bytes_for_the_scaled_dot_path():
+    from specbench.quantization.backends.triton_a8 import pack
+
+    qqq = quantize_rtn(torch.randn(64, 512), get_scheme("w4a8"), 128)  # integer group scales in [1, 16]
+    weight, ws, gs = pack(qqq)
+    assert gs.dtype == torch.uint8 and gs.shape == (4, 64) and torch.equal(gs.float(), qqq.scales.t())
+    assert torch.equal(ws, qqq.channel_scale / 16)
+    halves = QuantizedWeight(get_scheme("w4a8"), qqq.codes, qqq.scales + 0.5, 128, channel_scale=qqq.channel_scale)
+    assert pack(halves)[2].dtype == torch.float16
+    wide = QuantizedWeight(get_scheme("w4a8"), qqq.codes, qqq.scales * 2, 128, channel_scale=qqq.channel_scale)
+    assert pack(wide)[2].dtype == torch.float16  # the largest group scale is 16: 32 is no QQQ scale
 
 
 def test_a8_table_keys_and_heuristics():

@@ -4,10 +4,12 @@ heuristic), both M = 1 paths, and CUDA-graph replays (skipped without CUDA)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from specbench.quantization import QuantLinear, get_scheme, quantize_rtn
+from specbench.quantization import QuantizedWeight, QuantLinear, get_scheme, quantize_rtn
 from specbench.quantization.act_quant_kernel import quantize_per_token
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.tune import model_shapes
@@ -59,8 +61,13 @@ def test_kernel_matches_reference_on_the_shipped_shapes(scheme, group, k, n):
 @pytest.mark.parametrize("scheme,group", VARIANTS)
 @pytest.mark.parametrize("cfg", [A8Config("dot", 64, 256, split=2, BM=16), A8Config("dot", 64, 512, BM=64, stages=3),
                                  A8Config("dot", 128, 256, split=2, BM=64, warps=8, uneven=True)])
-def test_dot_tiles_of_several_groups(scheme, group, cfg):
-    """K tiles of 256 and 512 inputs (for grouped weights, a dot and a group scale per group of 128) at M = 1..64."""
+@pytest.mark.parametrize("scaled", [False, True])
+def test_dot_tiles_of_several_groups(scheme, group, cfg, scaled):
+    """K tiles of 256 and 512 inputs (for grouped weights, a dot and a group scale per group of 128, or with
+    ``scaled`` the codes times QQQ's integer group scales and one sum) at M = 1..64."""
+    if scaled and group == -1:
+        pytest.skip("scaled codes are for grouped 4-bit weights")
+    cfg = replace(cfg, scaled=scaled)
     fast, ref = layers(scheme, group, 4096, 1024)
     d = cfg.as_dict()
     d.pop("path")
@@ -72,6 +79,33 @@ def test_dot_tiles_of_several_groups(scheme, group, cfg):
             err = rel(fast(x), ref(x))
         assert err < TOLERANCE[get_scheme(scheme).bits], (scheme, group, cfg, m, err)
         assert int(fast.kernel.counters.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("cfg", [A8Config("dot", 64, 128, BM=16, scaled=True),
+                                 A8Config("dot", 128, 512, split=2, BM=64, warps=8, stages=3, scaled=True),
+                                 A8Config("dot", 64, 256, split=3, BM=32, uneven=True, scaled=True)])
+def test_codes_times_integer_scales_cover_every_byte(cfg):
+    """Every 4-bit code times every integer group scale in [1, 16] (the bytes [-128, 112] the scaled dot path forms
+    in registers), float32 activations: int8 products are exact, so the outputs equal reference's to float32
+    rounding. The same weight with non-integer group scales runs the per-group float scaling."""
+    n, k, group = 256, 4096, 128
+    codes = (torch.arange(n * k, device="cuda").reshape(n, k) * 7 % 16 - 8).to(torch.int8)
+    scales = (torch.arange(n * (k // group), device="cuda").reshape(n, k // group) * 5 % 16 + 1).float()
+    channel = torch.rand(n, device="cuda") * 1e-2 + 1e-3
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for group_scales in (scales, scales + 0.5):
+        qw = QuantizedWeight(get_scheme("w4a8"), codes, group_scales, group, channel_scale=channel)
+        fast = QuantLinear(qw, None, "triton", torch.float32)
+        ref = QuantLinear(qw, None, "reference", torch.float32)
+        assert fast.kernel.gs.dtype == (torch.uint8 if group_scales is scales else torch.float16)
+        d = cfg.as_dict()
+        d.pop("path")
+        for m in (1, 17, 64):
+            fast.kernel._chosen[m] = ([1, *d.values()], "test")
+            x = torch.randn(m, k, device="cuda", generator=gen)
+            with torch.no_grad():
+                err = rel(fast(x), ref(x))
+            assert err < 1e-5, (cfg, m, group_scales is scales, err)
 
 
 @pytest.mark.parametrize("scheme,group", VARIANTS)

@@ -37,29 +37,30 @@ def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
             c = entry["config"]
             if c["path"] != "dot":
                 continue
-            if a8:
+            if a8:  # grouped 4-bit weights with QQQ's integer group scales (uint8), as the tune times them
                 k, bits = int(parts[1].split("x")[1]), 8 if parts[0] == "w8a8_int8" else 4
                 group = k if kind == "channel" else int(kind[1:])
-                const = {**kernel_constants(k, group, bits, A8Config(**c)), "ASM": True, "PDL": False}
+                const = {**kernel_constants(k, group, bits, A8Config(**c), True), "ASM": True, "PDL": False}
             else:
                 const = dict(fp16=True, channel=kind == "channel", zeros=parts[-1] == "zp",
                              whole_k=c.get("split", 1) == 1, gemv=False, BM=c["BM"], BN=c["BN"], BK=c["BK"],
                              deq=c["DEQ"], uneven=bool(c.get("uneven")), scales_ahead=bool(c.get("scales_ahead")))
             build = (a8, c["warps"], c["stages"], *sorted(const.items()))
             if build not in built:
-                if a8:
-                    sig = {"xq_ptr": "*i8", "sx_ptr": "*fp32", "w_ptr": "*i8", "ws_ptr": "*fp32", "gs_ptr": "*fp32",
-                           "y_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i32",
-                           **{name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")},
-                           **{name: "constexpr" for name in const}}
-                    divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in DIVISIBLE]
-                    src = ASTSource(fn=a8_kernel, signature=sig, constexprs=const,
-                                    attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
-                    built[build] = triton.compile(src, target=GPUTarget("cuda", 90, 32),
-                                                  options={"num_warps": c["warps"], "num_stages": c["stages"]})
-                else:
-                    built[build] = compile_sm90(argparse.Namespace(warps=c["warps"], stages=c["stages"], **const))
+                built[build] = (a8_sm90(const, c["warps"], c["stages"]) if a8 else
+                                compile_sm90(argparse.Namespace(warps=c["warps"], stages=c["stages"], **const)))
             yield key, bucket, built[build]
+
+
+def a8_sm90(const: dict, warps: int, stages: int):
+    """``a8_kernel`` built for sm_90 with these compile-time arguments (uint8 group scales for grouped weights)."""
+    sig = {"xq_ptr": "*i8", "sx_ptr": "*fp32", "w_ptr": "*i8", "ws_ptr": "*fp32",
+           "gs_ptr": "*fp32" if const["CHANNEL"] else "*u8", "y_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i32",
+           **{name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")}, **{name: "constexpr" for name in const}}
+    divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in DIVISIBLE]
+    src = ASTSource(fn=a8_kernel, signature=sig, constexprs=const,
+                    attrs={(i,): [["tt.divisibility", 16]] for i in divisible})
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,13 +5,17 @@ both). Weights are K-contiguous per output channel (the K-major operand int8 MMA
 4-bit codes uint8 [N, K/2] in chunks of 32 inputs, byte p of chunk c holding input 32c + p in its low nibble and
 32c + 16 + p in its high one, two's complement (``backends.triton_a8.pack_nibbles``). ``ws`` float32 [N] is the
 per-channel scale (the QQQ channel scale for grouped 4-bit weights; / 16 for 4 bits); grouped 4-bit weights add
-group scales ``gs`` [G, N] (QQQ's integers in [1, 16] as float16, other scales as float32).
+group scales ``gs`` [G, N]: QQQ's integers in [1, 16] as uint8, other scales as float16 where exact, else float32.
 
 Products are exact int8 x int8 sums in int32, each 4-bit code moved to the top of a byte (16 x code: one shift or
 mask per four bytes and no offset; the 1/16 is in ``ws``). Per-channel weights accumulate int32 over all of K and
 scale once; grouped ones scale each int32 partial of one group's inputs by its group scale into a float32 accumulator
-(a K tile within one group, or in the dot path also a tile of several groups, one dot per group). Two paths
-(``A8Config.path``):
+(a K tile within one group, or in the dot path also a tile of several groups, one dot per group). With
+``A8Config.scaled`` the dot path puts QQQ's integer group scales into the codes instead (``SCALED``): code x scale is
+an int8 in [-128, 112], formed in registers ((code + 8) x scale + 128 - 8 x scale stays in [0, 240] in each byte, so
+one 32-bit multiply-add takes four bytes, and an xor with 0x80 makes them signed), and a K tile of several groups
+takes one dot into one int32 accumulator as per-channel ones do; the tile's group scales are loaded a K step ahead.
+Two paths (``A8Config.path``):
 - ``gemv`` (M = 1): the weights read as int32 words, four int8 products per ``dp4a`` (a 4-bit word's low nibbles
   against the activation word of the same four chunk positions, its high ones against the word 16 inputs on) into a
   [BN, words] accumulator, scaled per group and reduced once at the end; the next tile's loads are issued before
@@ -28,6 +32,8 @@ tile's loads (gemv) or at once.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import torch
 
@@ -52,8 +58,12 @@ else:
 MAX_K = (2**31 - 1) // (127 * 128)  # int32 sums of |x_q| <= 127 times |code| <= 128 (8 bits, or 16 x 4-bit codes)
 
 
+@dataclass(frozen=True)
 class A8Config(TileConfig):
-    """A launch config of this kernel (its fields: ``splitk.TileConfig``)."""
+    """A launch config of this kernel (its fields: ``splitk.TileConfig``, and ``scaled``)."""
+
+    scaled: bool = False  # grouped 4-bit weights, dot path: codes times QQQ's integer group scales in registers and
+    # one int32 sum over K (``SCALED``); a weight whose group scales are not such integers is scaled per group in float
 
 
 def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | None:
@@ -77,6 +87,8 @@ def check_shape(n: int, k: int, group: int, bits: int, cfg: A8Config) -> str | N
             return f"BK={cfg.BK} must divide the group size {group} or be a multiple of it (one dot per group)"
     if cfg.path == "dot" and (cfg.BM < 16 or cfg.BN < 16 or cfg.BK < 32):
         return f"tl.dot on int8 needs BM, BN >= 16 and BK >= 32 (got BM={cfg.BM}, BN={cfg.BN}, BK={cfg.BK})"
+    if cfg.scaled and (bits != 4 or group == k or cfg.path != "dot"):
+        return "scaled=True (codes times integer group scales) needs grouped 4-bit weights on the dot path"
     if cfg.path == "gemv" and cfg.BK * bits < 32:
         return f"BK={cfg.BK} must hold at least one 32-bit word of weights ({32 // bits} inputs)"
     return None
@@ -88,12 +100,14 @@ def sub_tile(k: int, group: int, bk: int) -> int:
     return group if group != k and bk > group else bk
 
 
-def kernel_constants(k: int, group: int, bits: int, cfg: A8Config) -> dict:
+def kernel_constants(k: int, group: int, bits: int, cfg: A8Config, integer_scales: bool = False) -> dict:
     """``a8_kernel``'s compile-time arguments for a [*, K] weight of this group size and ``cfg`` (all but ``ASM`` and
-    ``PDL``, which depend on where it runs)."""
+    ``PDL``, which depend on where it runs); ``integer_scales``: the group scales are QQQ's integers in [1, 16] (uint8
+    ``gs``), which ``cfg.scaled`` multiplies into the codes."""
     return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
                 GEMV=cfg.path == "gemv", BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK,
-                SUB=sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven))
+                SUB=cfg.BK if cfg.scaled and integer_scales else sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven),
+                SCALED=cfg.scaled and integer_scales)
 
 
 if triton is not None:
@@ -123,6 +137,20 @@ if triton is not None:
                                              pack=4)
         else:
             return ((b << 4) & 0xF0 if LOW else b & 0xF0).to(tl.int8, bitcast=True)
+
+    @triton.jit
+    def _scaled_nibbles(b, s, c, LOW: tl.constexpr, ASM: tl.constexpr):
+        """uint8 ``b`` -> int8 its low (``LOW``) or high nibble's signed code times the integer scale ``s`` in [1, 16]
+        (int32, one per row; ``c`` = (128 - 8 s) x 0x01010101): (nibble ^ 8) x s + c per byte, then ^ 0x80."""
+        if ASM:
+            shift: tl.constexpr = "" if LOW else "shr.b32 u, u, 4; "
+            return tl.inline_asm_elementwise(
+                "{ .reg .b32 u; mov.b32 u, $1; " + shift + "and.b32 u, u, 0x0F0F0F0F; xor.b32 u, u, 0x08080808; "
+                "mad.lo.u32 u, u, $2, $6; xor.b32 $0, u, 0x80808080; }",
+                "=r,r,r,r,r,r,r,r,r,r", [b, s, c], dtype=tl.int8, is_pure=True, pack=4)
+        else:
+            code = ((b << 4) & 0xF0 if LOW else b & 0xF0).to(tl.int8, bitcast=True) >> 4
+            return (code.to(tl.int32) * s).to(tl.int8)
 
     @triton.jit
     def _add_tile(part, acc, accf, gs_ptr, k0, N, cols, col_ok, GROUP: tl.constexpr, CHANNEL: tl.constexpr):
@@ -158,7 +186,7 @@ if triton is not None:
     def a8_kernel(xq_ptr, sx_ptr, w_ptr, ws_ptr, gs_ptr, y_ptr, part_ptr, count_ptr, M, N, K, stride_wn, stride_ym,
                   BITS: tl.constexpr, GROUP: tl.constexpr, CHANNEL: tl.constexpr, SPLIT_K: tl.constexpr,
                   GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, SUB: tl.constexpr,
-                  ASM: tl.constexpr, PDL: tl.constexpr, UNEVEN: tl.constexpr):
+                  ASM: tl.constexpr, PDL: tl.constexpr, UNEVEN: tl.constexpr, SCALED: tl.constexpr):
         pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -200,19 +228,37 @@ if triton is not None:
             x_rows = xq_ptr + rows[:, None].to(tl.int64) * K + tl.arange(0, SUB)[None, :]
             acc = tl.zeros((BN, BM), dtype=tl.int32)
             accf = tl.zeros((BN, BM), dtype=tl.float32)
+            if SCALED:  # one dot a K tile (SUB = BK); the scales of its groups [BN, NG], loaded a K step ahead
+                NG: tl.constexpr = BK // GROUP if BK > GROUP else 1
+                s_rows = gs_ptr + tl.arange(0, NG)[None, :] * N + cols[:, None]
+                s_next = tl.load(s_rows + (k_begin // GROUP) * N, mask=col_ok[:, None], other=0)
             for k0 in range(k_begin, k_end, BK):
+                if SCALED:
+                    s_tile = s_next.to(tl.int32)
+                    more = (k0 + BK + 0 * col_ok.to(tl.int32)) < k_end  # tensor & tensor: bool in the interpreter
+                    s_next = tl.load(s_rows + ((k0 + BK) // GROUP) * N, mask=(col_ok & more)[:, None], other=0)
                 for s in tl.static_range(BK // SUB):
                     ks = k0 + s * SUB
                     b = tl.load(w_rows + ks * BITS // 8, mask=col_ok[:, None], other=0, eviction_policy="evict_first")
                     xt = tl.load(x_rows + ks, mask=row_ok[:, None], other=0)
-                    part = acc if CHANNEL else tl.zeros_like(acc)
-                    if BITS == 4:  # the nibble tiles back in input order: per 32 inputs, 16 low ones then 16 high
+                    part = acc if CHANNEL or SCALED else tl.zeros_like(acc)
+                    if SCALED:  # codes times their group's integer scale, the tile viewed as [BN, NG, group bytes]
+                        b = tl.reshape(b, (BN, NG, KB // NG))
+                        sg = s_tile[:, :, None]
+                        cg = (128 - 8 * sg) * 0x01010101
+                        lo = tl.reshape(_scaled_nibbles(b, sg, cg, True, ASM), (BN, KB // 16, 16))
+                        hi = tl.reshape(_scaled_nibbles(b, sg, cg, False, ASM), (BN, KB // 16, 16))
+                    elif BITS == 4:
                         lo = tl.reshape(_top_nibbles(b, True, ASM), (BN, KB // 16, 16))
                         hi = tl.reshape(_top_nibbles(b, False, ASM), (BN, KB // 16, 16))
+                    if BITS == 4:  # the nibble tiles back in input order: per 32 inputs, 16 low ones then 16 high
                         b = tl.reshape(tl.permute(tl.join(lo, hi), (0, 1, 3, 2)), (BN, SUB))
                     part = tl.dot(b, tl.trans(xt), part, out_dtype=tl.int32)
-                    acc, accf = _add_tile(part, acc, accf, gs_ptr, ks, N, cols, col_ok, GROUP, CHANNEL)
-            out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
+                    acc, accf = _add_tile(part, acc, accf, gs_ptr, ks, N, cols, col_ok, GROUP, CHANNEL or SCALED)
+            if SCALED:  # codes times their group scale, not 16 x codes (``ws`` has the 1/16)
+                out = tl.trans(acc.to(tl.float32) * 16.0)
+            else:
+                out = tl.trans(acc.to(tl.float32) if CHANNEL else accf)
         ws = tl.load(ws_ptr + cols, mask=col_ok, other=0.0)
         sx = tl.load(sx_ptr + rows, mask=row_ok, other=0.0)
         store_tile(out * ws[None, :] * sx[:, None], y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K)
@@ -245,7 +291,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
-        **kernel_constants(k, group, bits, cfg), ASM=not INTERPRETED, PDL=PDL,
+        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8), ASM=not INTERPRETED, PDL=PDL,
         num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "

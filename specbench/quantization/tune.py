@@ -118,12 +118,15 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
         out += [A8Config("gemv", bn, bk, s, warps=w, stages=2) for bn, bk, w in grid for s in SPLITS]
     bms = [b for b in (16, 32, 64, 128) if b >= min(m, 64) and b <= max(16, 2 * m)][:2]
     bks = (64, 128, 256, 512) if grouped else (128, 256, 512)  # grouped tiles of several groups: a dot per group
+    # grouped 4-bit tiles of several groups also with ``scaled`` (one dot a tile; within one group the float scaling
+    # is already one dot, so the scaled codes' extra instructions cannot pay)
     # dot: wider N tiles read each activation tile for more weights (at BN 64 and M = 64 a program reads twice as many
     # activation bytes as weight bytes); two warp groups where the [BN, BM] accumulator would not fit four warps
     grid = itertools.product(bms, (64, 128, 256), bks, (3, 4), (4, 8))
-    out += [A8Config("dot", bn, bk, s, BM=bm, warps=w, stages=st)
+    out += [A8Config("dot", bn, bk, s, BM=bm, warps=w, stages=st, scaled=scaled)
             for bm, bn, bk, st, w in grid for s in SPLITS if m <= kernel_table.MAX_SPLIT_M or s == 1
-            if (w == 4 and bm * bn <= 64 * 128) or (w == 8 and bm * bn >= 64 * 128)]
+            if (w == 4 and bm * bn <= 64 * 128) or (w == 8 and bm * bn >= 64 * 128)
+            for scaled in ((False, True) if grouped and bits == 4 and bk > group else (False,))]
     out[1:] = both_k_ranges(out[1:])
     fitting = [c for c in dict.fromkeys(out) if int8_kernel.check_shape(n, k, group, bits, c) is None]
     tiles = lambda c: -(-n // c.BN) * (1 if c.path == "gemv" else -(-m // c.BM))  # noqa: E731
@@ -134,13 +137,14 @@ def candidates_a8(n: int, k: int, group: int, m: int, bits: int) -> list[A8Confi
 
 def neighbours(cfg) -> list:
     """Configs one step from ``cfg`` in one field (BN, split, stages, warps halved or doubled or one more or less;
-    ``uneven`` toggled; ``DEQ`` 5 and 9 swapped), each also with ``scales_ahead`` toggled where the config has it: a
+    ``uneven`` toggled, and ``scaled`` where the config has it; ``DEQ`` 5 and 9 swapped), each also with
+    ``scales_ahead`` toggled where the config has it (the caller drops those that do not fit): a
     local search around an entry (``--around-entry``), for a new option or a drifted GPU, in seconds where the full
     grid takes hours."""
     steps = [("BN", cfg.BN // 2), ("BN", cfg.BN * 2), ("split", cfg.split // 2), ("split", cfg.split * 2),
              ("stages", cfg.stages - 1), ("stages", cfg.stages + 1), ("warps", 8 if cfg.warps == 4 else 4),
-             ("uneven", not cfg.uneven)]
-    near = [replace(cfg, **{field: value}) for field, value in steps if field == "uneven" or value > 0]
+             ("uneven", not cfg.uneven)] + ([("scaled", not cfg.scaled)] if hasattr(cfg, "scaled") else [])
+    near = [replace(cfg, **{field: value}) for field, value in steps if field in ("uneven", "scaled") or value > 0]
     if getattr(cfg, "DEQ", None) in (5, 9):  # the two plane-dot modes for grouped weights at any M (9: 4 warps)
         other = 9 if cfg.DEQ == 5 else 5
         near.append(replace(cfg, DEQ=other, warps=4 if other == 9 else cfg.warps, scales_ahead=False))
@@ -270,7 +274,8 @@ class A8:
         gen = torch.Generator(device=self.device).manual_seed(seed)
         codes = torch.randint(-128, 128, (n, k * self.bits // 8), device=self.device, dtype=torch.int8, generator=gen)
         ws = torch.rand(n, device=self.device, generator=gen) * 1e-2 + 1e-3
-        gs = None if group == k else torch.randint(1, 17, (k // group, n), device=self.device, generator=gen).float()
+        gs = None if group == k else torch.randint(1, 17, (k // group, n), device=self.device, generator=gen,
+                                                   dtype=torch.uint8)  # QQQ's integer group scales, as ``pack``'s
         return codes if self.bits == 8 else codes.view(torch.uint8), ws, gs
 
     def inputs(self, m, k):

@@ -19,8 +19,8 @@ DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(codes int8 [N, K] or two 4-bit codes per byte uint8 [N, K/2], channel scales float32 [N] (/ 16 for 4 bits),
-    group scales [G, N] or None: float16 when that is exact, e.g. QQQ's integers, else float32) in the kernel's
-    layout."""
+    group scales [G, N] or None: uint8 for QQQ's integers in [1, 16] (the dot path multiplies them into the codes),
+    else float16 where that is exact, else float32) in the kernel's layout."""
     n, k = qw.shape
     chan = torch.ones(n, device=qw.device) if qw.channel_scale is None else qw.channel_scale.float()
     if qw.scheme.bits == 8:
@@ -31,6 +31,8 @@ def pack(qw: QuantizedWeight) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor 
     if qw.group_size == k:
         return weight, (qw.scales[:, 0].float() * chan).contiguous(), None
     gs = qw.scales.t().float()
+    if torch.equal(gs, gs.round()) and bool(((gs >= 1) & (gs <= 16)).all()):
+        return weight, chan.contiguous(), gs.to(torch.uint8).contiguous()
     half = gs.half()
     return weight, chan.contiguous(), (half if torch.equal(half.float(), gs) else gs).contiguous()
 
