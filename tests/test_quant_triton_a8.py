@@ -9,6 +9,7 @@ output's rounding (the interpreter's float -> bf16 conversion truncates, so bf16
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 
 import pytest
 import torch
@@ -255,3 +256,6 @@ def test_tune_candidates_fit_every_shipped_shape():
                     assert cands[0] == kernel_table.heuristic_a8(n, k, group, m, bits, hopper=True) and len(cands) >= 8
                     assert all(check_shape(n, k, group, bits, c) is None for c in cands), (scheme, n, k, m)
                     assert {c.path for c in cands} == ({"gemv", "dot"} if m == 1 else {"dot"})
+                    scaled = {c for c in cands if c.scaled}  # grouped 4-bit dot tiles of several groups, each both ways
+                    assert scaled == ({replace(c, scaled=True) for c in cands if c.path == "dot" and c.BK > group}
+                                      if scheme == "w4a8" and group == 128 else set()), (scheme, n, k, m)
