@@ -1,5 +1,5 @@
 # Session 40 (~8 min, an H200; on an H100 the tune writes an H100 table from a copy of the H200 one, and that copy
-# runs as the H200 table's sibling; AROUND=1: re-tune around the entries only, ~5 min; MODELS, BUCKETS: fewer
+# runs as the H200 table's sibling; AROUND=1: re-tune around the entries only, ~5 min; MODELS, BUCKETS, MS: fewer
 # entries). The W4A8 g128 entries of buckets 16/32/64 over the full
 # grid with session 39's scaled one-dot tiles (A8Config.scaled) among the candidates (call 1 on an H100: the
 # around-entry tune took scaled tiles for 13 of 24 entries, 70B g128 M = 64 21.49 -> 18.10 ms), then the stacks
@@ -19,7 +19,7 @@ echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "M=(16|32|64):" "$OUT/tune.
 cp "$OUT/$GPU.json" $TABLE
 python3 -c "import json; e=json.load(open('$TABLE'))['entries']; print('scaled entries', sorted((k, b) for k, r in e.items() for b, v in r.items() if v['config'].get('scaled')))"
 ROUNDS=1 TIMEOUT_S=70 bash benchmarks/same_run.sh a8 python3 -m benchmarks.bench_quant_linear --models \
-  ${MODELS:-llama-3-70b llama-3-8b} --backends triton --schemes w4a8 --ms 1 16 32 64 --no-dense --budget-s 55
+  ${MODELS:-llama-3-70b llama-3-8b} --backends triton --schemes w4a8 --ms ${MS:-1 16 32 64} --no-dense --budget-s 55
 for f in "$OUT"/a8_*1; do python3 -c "import json, sys; [print(sys.argv[2], r['model'], r['group_size'], r['M'], round(r['stack_ms'], 3), round(r['ratio_to_M1'], 3)) for r in json.load(open(sys.argv[1]))['rows'] if r['backend'] == 'triton']" "$f/quant_linear.json" "$(basename $f)"; done
 timeout 110 python3 -m benchmarks.kernel_agreement --out "$OUT/agreement" --schemes w4a8 --workers 12 --budget-s 95 \
   > "$OUT/agreement.log" 2>&1; echo "agreement rc $?"; tail -6 "$OUT/agreement/kernel_agreement.md"
