@@ -1,4 +1,4 @@
-# Session 40 (~8 min, an H200; on an H100 the tune writes an H100 table from a copy of the H200 one, and that copy
+# Session 40 (~9 min, an H200; on an H100 the tune writes an H100 table from a copy of the H200 one, and that copy
 # runs as the H200 table's sibling; AROUND=1: re-tune around the entries only, ~5 min; MODELS, BUCKETS, MS: fewer
 # entries). The W4A8 g128 entries of buckets 16/32/64 over the full
 # grid with session 39's scaled one-dot tiles (A8Config.scaled) among the candidates (call 1 on an H100: the
@@ -12,8 +12,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
 TABLE=specbench/quantization/tables/h200.json
 cp $TABLE "$OUT/$GPU.json"
-timeout ${TUNE_S:-270} python3 -m specbench.quantization.tune --gpu $GPU --schemes w4a8 --models ${MODELS:-llama-3-70b llama-3-8b} \
-  --buckets ${BUCKETS:-64 32 16} --groups 128 ${AROUND:+--around-entry} --budget-s $(( ${TUNE_S:-270} - 30 )) --workers 14 \
+timeout ${TUNE_S:-330} python3 -m specbench.quantization.tune --gpu $GPU --schemes w4a8 --models ${MODELS:-llama-3-70b llama-3-8b} \
+  --buckets ${BUCKETS:-64 32 16} --groups 128 ${AROUND:+--around-entry} --budget-s $(( ${TUNE_S:-330} - 30 )) --workers 14 \
   --out "$OUT/$GPU.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "M=(16|32|64):" "$OUT/tune.log" | cut -c1-210
 cp "$OUT/$GPU.json" $TABLE
