@@ -7,6 +7,7 @@ covered on the GPU by ``tune``'s check of every table entry and ``tests/test_qua
 
 from __future__ import annotations
 
+import json
 import textwrap
 from dataclasses import replace
 
@@ -19,6 +20,7 @@ from specbench.quantization import (
 from specbench.quantization.backends import BACKENDS, resolve
 from specbench.quantization.backends.triton_layer import PATHS
 from specbench.quantization.int4_kernel import KernelConfig, check_shape, kernel_order
+from specbench.quantization.int8_kernel import A8Config
 from tests.conftest import run_in_interpreter
 
 INTERPRETED = textwrap.dedent("""
@@ -192,16 +194,17 @@ def test_every_committed_entry_runs_in_a_layer_at_every_m_of_its_bucket():
     passes the layer's own checks (its split-K counters among them) and comes from the table, not the heuristic."""
     from specbench.quantization.backends.triton_layer import TritonLayer
 
-    for key, entries in kernel_table.load("h200")["entries"].items():
-        scheme = key.split(":")[0] if key.startswith(("w8a8_int8:", "w4a8:")) else "w4a16"
-        shape, kind, *zp = key.removeprefix(f"{scheme}:").split(":")
-        n, k = map(int, shape.split("x"))
-        layer = TritonLayer(n, k, k if kind == "channel" else int(kind[1:]), scheme, "h200", torch.device("cpu"),
-                            zero_points=bool(zp))
-        buckets = sorted(map(int, entries))
-        for low, high in zip([0, *buckets], buckets):
-            for m in {low + 1, high}:
-                assert layer.config(m)[1] == "table h200", (key, m)
+    for gpu in ("h200", "h100"):  # the H100's own entries and the H200's it runs
+        for key, entries in kernel_table.load(gpu)["entries"].items():
+            scheme = key.split(":")[0] if key.startswith(("w8a8_int8:", "w4a8:")) else "w4a16"
+            shape, kind, *zp = key.removeprefix(f"{scheme}:").split(":")
+            n, k = map(int, shape.split("x"))
+            layer = TritonLayer(n, k, k if kind == "channel" else int(kind[1:]), scheme, gpu, torch.device("cpu"),
+                                zero_points=bool(zp))
+            buckets = sorted(map(int, entries))
+            for low, high in zip([0, *buckets], buckets):
+                for m in {low + 1, high}:
+                    assert layer.config(m)[1] == kernel_table.table_label(gpu, entries[str(high)]["table"]), (key, m)
 
 
 def test_lookup_buckets_and_heuristic_fallback():
@@ -271,15 +274,51 @@ def test_hopper_heuristic_takes_the_tables_shape_of_entry():
     assert kernel_table.choose(None, 4096, 4608, 128, 16)[0].DEQ == 0  # elsewhere: the generic heuristic
 
 
-def test_an_h100_runs_the_h200_table_and_says_so():
-    assert kernel_table.table_of("h100") == "h200" and kernel_table.table_of("h200") == "h200"
+def test_an_h100_runs_its_own_entries_else_the_h200_ones_and_says_so():
+    assert kernel_table.table_of("h100") == "h100" and kernel_table.table_of("h200") == "h200"
     assert kernel_table.table_of(None) is None
-    for m in (1, 16, 64):
+    own = json.loads((kernel_table.TABLES / "h100.json").read_text())
+    assert own["gpu"].startswith("NVIDIA H100") and "--gpu h100" in own["command"] and own["entries"]
+    for m in (1, 16, 64):  # no w4a16 entry of its own: the H200's
         h100, source = kernel_table.choose("h100", 8192, 8192, 128, m)
         assert h100 == kernel_table.choose("h200", 8192, 8192, 128, m)[0] and source == "table h200 (for h100)"
-    assert kernel_table.backend_order("h100", "w4a16")[1] == "table h200 (for h100)"
+    rows = own["entries"]["w4a8:8192x8192:g128"]
+    for m in (1, 16, 32, 64):  # its own buckets (32, 64) over the H200's, the rest the H200's
+        cfg, source = kernel_table.choose("h100", 8192, 8192, 128, m, "w4a8")
+        if str(m) in rows:
+            assert source == "table h100" and cfg == A8Config(**rows[str(m)]["config"])
+        else:
+            h200 = kernel_table.choose("h200", 8192, 8192, 128, m, "w4a8")[0]
+            assert source == "table h200 (for h100)" and cfg == h200
+    assert kernel_table.backend_order("h100", "w4a16")[1] == "table h200 (for h100)"  # its table has no order
     assert kernel_table.describe_source("h100", 8192, 8192, 128) == "table h200 (for h100)"
-    assert kernel_table.describe_source("h200", 8192, 8192, 128) == "table h200"
+    assert kernel_table.describe_source("h100", 8192, 8192, 128, "w4a8") == "table h100 + table h200 (for h100)"
+    assert kernel_table.describe_source("h200", 8192, 8192, 128, "w4a8") == "table h200"
+
+
+def test_a_gpu_table_layers_over_its_siblings_per_bucket(tmp_path, monkeypatch):
+    entry = lambda bm: {"config": KernelConfig("dot", 64, 128, 2, BM=bm, DEQ=5).as_dict(), "ms": 0.01}
+    (tmp_path / "h200.json").write_text(json.dumps({"gpu": "NVIDIA H200", "backends": {"w4a16": ["triton"]},
+                                                    "entries": {"64x256:g128": {"16": entry(16), "64": entry(64)}}}))
+    (tmp_path / "h100.json").write_text(json.dumps({"gpu": "NVIDIA H100", "entries": {
+        "64x256:g128": {"64": entry(32)}, "32x256:g128": {"16": entry(16)}}}))
+    monkeypatch.setattr(kernel_table, "TABLES", tmp_path)
+    monkeypatch.setattr(kernel_table, "TABLES_OF", {"h100": ("h100", "h200"), "h200": ("h200",), "h800": ()})
+    kernel_table.load.cache_clear()
+    try:
+        table = kernel_table.load("h100")
+        assert table["gpu"] == "NVIDIA H100" and table["backends_table"] == "h200"
+        assert table["entries"]["64x256:g128"] == {"16": {**entry(16), "table": "h200"},
+                                                   "64": {**entry(32), "table": "h100"}}
+        assert kernel_table.choose("h100", 64, 256, 128, 64) == (KernelConfig(**entry(32)["config"]), "table h100")
+        assert kernel_table.choose("h100", 64, 256, 128, 8) == (KernelConfig(**entry(16)["config"]),
+                                                                "table h200 (for h100)")
+        assert kernel_table.choose("h200", 64, 256, 128, 64) == (KernelConfig(**entry(64)["config"]), "table h200")
+        assert kernel_table.describe_source("h100", 32, 256, 128) == "table h100"
+        assert kernel_table.backend_order("h100", "w4a16") == (("triton",), "table h200 (for h100)")
+        assert kernel_table.load("h800") == {}
+    finally:
+        kernel_table.load.cache_clear()
 
 
 def test_heuristic_tiles_are_powers_of_two_for_any_k():

@@ -12,8 +12,9 @@ symmetric weight's.
 Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
 kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
 
-A GPU without a table of its own runs its sibling's (``SIBLINGS``, same architecture and SM count), and results
-say so ("table h200 (for h100)").
+A GPU runs its sibling's entries (``SIBLINGS``, same architecture and SM count) where its own table, if it has one,
+lacks the weight's M bucket, and results say so ("table h200 (for h100)"); its own table holds only what was timed on
+it.
 
 Heuristics (documented fallbacks). w4a16 on sm_90, groups of 128 and up or per-channel: ``heuristic_hopper``, the
 table's usual shape of entry. Otherwise: M = 1 -> the ``gemv`` path, BN 64, BK 512 (or the largest power of two
@@ -64,28 +65,36 @@ def shape_key(n: int, k: int, group: int, scheme: str = "w4a16", zero_points: bo
     return key if scheme == "w4a16" else f"{scheme}:{key}"
 
 
-# the GPU whose committed table each GPU runs with: its own, else its sibling's; read once, so that a forward traced by
+# the committed tables each GPU runs with, its own first, then its sibling's; read once, so that a forward traced by
 # torch.compile touches no file
-TABLE_OF = {gpu: next((g for g in (gpu, SIBLINGS.get(gpu)) if g and (TABLES / f"{g}.json").exists()), None)
-            for gpu in GPUS}
+TABLES_OF = {gpu: tuple(g for g in (gpu, SIBLINGS.get(gpu)) if g and (TABLES / f"{g}.json").exists()) for gpu in GPUS}
 
 
 def table_of(gpu: str | None) -> str | None:
-    """The GPU whose committed table ``gpu`` runs with: its own, else its sibling's (``SIBLINGS``), else None."""
-    return TABLE_OF.get(gpu)
+    """The first committed table ``gpu`` runs with: its own, else its sibling's (``SIBLINGS``), else None."""
+    return next(iter(TABLES_OF.get(gpu, ())), None)
 
 
-def table_label(gpu: str | None) -> str:
-    """How results name the table ``gpu`` runs with: "table h200", or "table h200 (for h100)" for a sibling's."""
-    table = table_of(gpu)
+def table_label(gpu: str | None, table: str | None = None) -> str:
+    """How results name a table ``gpu`` runs with (default ``table_of``): "table h200", or "table h200 (for h100)"
+    for a sibling's."""
+    table = table or table_of(gpu)
     return f"table {table}" + ("" if table == gpu else f" (for {gpu})")
 
 
 @lru_cache(maxsize=None)
 def load(gpu: str | None) -> dict:
-    """The committed table ``gpu`` runs with (``table_of``; {} when there is none)."""
-    table = table_of(gpu)
-    return {} if table is None else json.loads((TABLES / f"{table}.json").read_text())
+    """The committed tables ``gpu`` runs with as one ({} when there is none): per weight and M bucket its own table's
+    entry over its sibling's, each entry naming its table under "table"; every other field from its own table where it
+    has it ("backends_table": whose backend order it is)."""
+    names = TABLES_OF.get(gpu, ())
+    merged: dict = {"entries": {}}
+    for name in reversed(names):
+        table = json.loads((TABLES / f"{name}.json").read_text())
+        for key, rows in table.pop("entries", {}).items():
+            merged["entries"].setdefault(key, {}).update({b: {**e, "table": name} for b, e in rows.items()})
+        merged.update(table, **({"backends_table": name} if "backends" in table else {}))
+    return merged if names else {}
 
 
 # auto's order per scheme where the GPU has no table (or the table names none). 4-bit weights: Marlin and QQQ first
@@ -99,9 +108,10 @@ DEFAULT_ORDER = {"w4a16": ("marlin", "triton", "gemlite", "fbgemm", "torch"), "w
 
 def backend_order(gpu: str | None, scheme: str) -> tuple[tuple[str, ...], str]:
     """The backends ``quant.backend=auto`` tries for ``scheme``, fastest first, and where the order comes from."""
-    order = load(gpu).get("backends", {}).get(scheme)
+    table = load(gpu)
+    order = table.get("backends", {}).get(scheme)
     if order:
-        return tuple(order), table_label(gpu)
+        return tuple(order), table_label(gpu, table["backends_table"])
     return DEFAULT_ORDER.get(scheme, ()), "default order"
 
 
@@ -174,14 +184,22 @@ def heuristic_hopper(n: int, k: int, group: int, m: int, sms: int = 132) -> Kern
     return cfg if check_shape(n, k, group, cfg) is None else None
 
 
+def entries_label(gpu: str | None, rows: dict) -> str:
+    """``table_label`` of each table a weight's entries (``rows``, per M bucket) come from, its own first, joined by
+    " + "."""
+    tables = sorted({e.get("table") for e in rows.values()}, key=lambda t: t != gpu)
+    return " + ".join(table_label(gpu, t) for t in tables)
+
+
 def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
                     zero_points: bool = False) -> str:
-    """A layer's ``info["autotune"]``: "table <gpu>" when the table has its shape, else the heuristic."""
+    """A layer's ``info["autotune"]``: the tables its entries come from, else the heuristic."""
     entries = load(gpu).get("entries", {})
     if zero_points and shape_key(n, k, group, scheme, True) in entries:
-        return f"{table_label(gpu)} (zero points)"
+        return f"{entries_label(gpu, entries[shape_key(n, k, group, scheme, True)])} (zero points)"
     if shape_key(n, k, group, scheme) in entries:
-        return table_label(gpu) + (" (symmetric weight's entries)" if zero_points else "")
+        return entries_label(gpu, entries[shape_key(n, k, group, scheme)]) + (
+            " (symmetric weight's entries)" if zero_points else "")
     return "heuristic (no table entry)"
 
 
@@ -224,20 +242,21 @@ def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",
            entries: dict | None = None, hopper: bool | None = None) -> tuple[object, str]:
-    """(config, ``table_label`` or "heuristic") for ``scheme``'s kernel on an [N, K] weight at M rows; ``entries``:
-    the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by torch.compile reads no
-    file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``GPUS``)."""
+    """(config, ``table_label`` of the entry's table, or "heuristic") for ``scheme``'s kernel on an [N, K] weight at
+    M rows; ``entries``: the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by
+    torch.compile reads no file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``GPUS``)."""
     hopper = gpu in GPUS if hopper is None else hopper
     config_cls, check, fallback = kernel_of(scheme)
     entries = tuned_entries(gpu, n, k, group, scheme) if entries is None else entries
     if entries:
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])
-        cfg = config_cls(**entries[str(bucket)]["config"])
+        entry = entries[str(bucket)]
+        cfg = config_cls(**entry["config"])
         if cfg.one_row and m > 1:  # a one-row entry only serves M = 1
             cfg = None
         if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
             cfg = config_cls(**{**cfg.as_dict(), "split": 1})
         if cfg is not None and check(n, k, group, cfg) is None:
-            return cfg, table_label(gpu)
+            return cfg, table_label(gpu, entry.get("table"))
     return fallback(n, k, group, m, SMS.get(gpu, 132), hopper), "heuristic"

@@ -18,7 +18,9 @@ for every shape first); a shape whose candidates outlast ``--budget-s`` keeps th
 heuristic's config and the current entry always among them). Candidates are compiled first in parallel processes
 (Triton's disk cache). The table is rewritten after every shape, so a run cut off by ``--budget-s`` keeps what it
 measured; shapes left out use the heuristic. Entries of an existing table that this run does not time (other
-buckets, groups, models, schemes) are kept.
+buckets, groups, models, schemes) are kept. A GPU with a sibling (``kernel_table.SIBLINGS``: an H100 runs the H200's
+entries) and no table of its own starts an empty one: the sibling's entries compete, and only what this GPU timed is
+written.
 """
 
 from __future__ import annotations
@@ -363,7 +365,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
     parser.add_argument("--out", type=Path, default=None, help="default: the committed table of --gpu; a new path "
-                        "starts from the committed table's entries")
+                        "starts from the committed table's entries (none where --gpu has no table of its own)")
     parser.add_argument("--schemes", nargs="+", default=list(KERNEL_SCHEMES), choices=KERNEL_SCHEMES)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--buckets", nargs="+", type=int, default=list(BUCKETS))
@@ -409,8 +411,10 @@ def main(argv: list[str] | None = None) -> dict:
         regresses; an entry the kernel can no longer run is dropped); besides the heuristic's config and the entry,
         only candidates of ``--paths`` and, for w4a16 with ``--deq``, dot candidates of those modes."""
         kernel = kernel_for(scheme, args.zero_points)
-        # what such a weight runs today (with zero points: the symmetric weight's entry where it has none)
-        entry = kernel_table.weight_entries(table["entries"], n, k, group, scheme, args.zero_points).get(str(m))
+        # what such a weight runs today: this table's entry, else the committed one the GPU runs (its sibling's where
+        # its own table lacks it; with zero points: the symmetric weight's entry where it has none)
+        entry = (kernel_table.weight_entries(table["entries"], n, k, group, scheme, args.zero_points).get(str(m))
+                 or kernel_table.tuned_entries(args.gpu, n, k, group, scheme, args.zero_points).get(str(m)))
         cands = kernel.candidates(n, k, group, m)
         if entry and not kernel.fits(kernel.config(**entry["config"]), n, k, group):
             table["entries"].get(kernel_table.shape_key(n, k, group, scheme, args.zero_points), {}).pop(str(m), None)

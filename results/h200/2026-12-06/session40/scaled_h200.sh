@@ -1,6 +1,5 @@
-# Session 40 (~9 min, an H200; on an H100 the tune writes an H100 table from a copy of the H200 one, and that copy
-# runs as the H200 table's sibling; AROUND=1: re-tune around the entries only, ~5 min; MODELS, BUCKETS, MS: fewer
-# entries). The W4A8 g128 entries of buckets 16/32/64 over the full
+# Session 40 (~9 min, an H200; on an H100 the tune extends the H100 table, its own entries over the H200's since
+# session 41; AROUND=1: re-tune around the entries only, ~5 min; MODELS, BUCKETS, MS: fewer entries). The W4A8 g128 entries of buckets 16/32/64 over the full
 # grid with session 39's scaled one-dot tiles (A8Config.scaled) among the candidates (call 1 on an H100: the
 # around-entry tune took scaled tiles for 13 of 24 entries, 70B g128 M = 64 21.49 -> 18.10 ms), then the stacks
 # against base/ (HEAD before the patch, the committed table) and the W4A8 agreement with the new table. The GPU tests
@@ -10,8 +9,8 @@ STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
-TABLE=specbench/quantization/tables/h200.json
-cp $TABLE "$OUT/$GPU.json"
+TABLE=specbench/quantization/tables/$GPU.json
+[ -f $TABLE ] && cp $TABLE "$OUT/$GPU.json"
 timeout ${TUNE_S:-330} python3 -m specbench.quantization.tune --gpu $GPU --schemes w4a8 --models ${MODELS:-llama-3-70b llama-3-8b} \
   --buckets ${BUCKETS:-64 32 16} --groups 128 ${AROUND:+--around-entry} --budget-s $(( ${TUNE_S:-330} - 30 )) --workers 14 \
   --out "$OUT/$GPU.json" > "$OUT/tune.log" 2>&1
