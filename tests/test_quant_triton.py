@@ -357,14 +357,21 @@ def test_weights_with_zero_points_take_their_own_entries_else_the_symmetric_ones
 @pytest.mark.parametrize("scheme,gpu", [("w4a16", "h200"), ("w4a8", "h200"), ("w4a16", None)])
 def test_config_lookup_traces_whole_under_torch_compile(scheme, gpu):
     """``engine.compile`` traces each linear's per-M config choice into the graph (fullgraph): the lookup must
-    read no file while traced (it did, through the table's loader, and compile failed on the H200)."""
+    read no file while traced (it did, through the table's loader, and compile failed on the H200), and once per
+    shape: a trace that read the layer's cache of configs was traced again when the cache filled, on the H100 inside
+    a CUDA graph's capture, where Inductor's first launch of a new kernel cannot time its configs."""
+    from torch._dynamo.testing import CompileCounter
+
     from specbench.quantization.backends.triton_layer import TritonLayer
 
     layer = TritonLayer(8192, 8192, 128, scheme, gpu, torch.device("cpu"))
+    counter = CompileCounter()
     traced = torch.compile(lambda x: x * layer.config(x.shape[0])[0][1], fullgraph=True, dynamic=False,
-                           backend="eager")
+                           backend=counter)
     for m in (1, 24):
-        assert traced(torch.ones(m, 2)).flatten()[0].item() == layer.config(m)[0][1]
+        for _ in range(3):
+            assert traced(torch.ones(m, 2)).flatten()[0].item() == layer.config(m)[0][1]
+    assert counter.frame_count == 2  # one trace per M
 
 
 def test_auto_backend_is_reference_off_a_gpu_and_recorded():

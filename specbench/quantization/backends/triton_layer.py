@@ -25,14 +25,19 @@ class TritonLayer(nn.Module):
         self._chosen: dict[int, tuple[list[int], str]] = {}
 
     def config(self, m: int) -> tuple[list[int], str]:
-        """The launch config for M rows (cached per M) and where it came from."""
+        """The launch config for M rows (cached per M in eager code) and where it came from."""
+        if torch.compiler.is_compiling():  # a trace that read the cache would guard on its contents, and filling
+            return self._choose(m)         # it would trace the forward again, in a CUDA graph's capture if it came next
         if m not in self._chosen:
-            cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme,
-                                               self._entries, self.hopper)
-            tiles = splitk.tile_counters(self.n, m, cfg)
-            if cfg.split > 1 and tiles > self.counters.numel():
-                raise ValueError(f"config {cfg} splits K over {tiles} output tiles at M = {m}, more than the layer's "
-                                 f"{self.counters.numel()} counters (sized for blocks of at least 16)")
-            d = cfg.as_dict()
-            self._chosen[m] = ([PATHS.index(d.pop("path")), *map(int, d.values())], source)
+            self._chosen[m] = self._choose(m)
         return self._chosen[m]
+
+    def _choose(self, m: int) -> tuple[list[int], str]:
+        cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme, self._entries,
+                                           self.hopper)
+        tiles = splitk.tile_counters(self.n, m, cfg)
+        if cfg.split > 1 and tiles > self.counters.numel():
+            raise ValueError(f"config {cfg} splits K over {tiles} output tiles at M = {m}, more than the layer's "
+                             f"{self.counters.numel()} counters (sized for blocks of at least 16)")
+        d = cfg.as_dict()
+        return [PATHS.index(d.pop("path")), *map(int, d.values())], source
