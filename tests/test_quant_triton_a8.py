@@ -96,7 +96,8 @@ INTERPRETED = textwrap.dedent("""
         ("w4a8 g64 float", 17, C("dot", 16, 128, split=2)), ("w4a8 g64 float", 3, C("dot", 32, 256)),
         ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32)),
         # codes times QQQ's integer group scales, one int32 sum (float group scales: the per-group scaling)
-        ("w4a8 g128", 3, C("dot", 32, 128, scaled=True)), ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32, scaled=True)),
+        ("w4a8 g128", 3, C("dot", 32, 128, scaled=True)),
+        ("w4a8 g128", 17, C("dot", 16, 256, split=2, BM=32, scaled=True)),
         ("w4a8 g128", 33, C("dot", 16, 64, split=3, BM=32, uneven=True, scaled=True)),
         ("w4a8 g64 float", 17, C("dot", 16, 128, split=2, scaled=True)),
         # sm_90's heuristic for per-channel weights (K tiles of 256, 4 stages), on a small GPU so that K splits

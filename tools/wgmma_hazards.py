@@ -56,7 +56,8 @@ def a8_sm90(const: dict, warps: int, stages: int):
     """``a8_kernel`` built for sm_90 with these compile-time arguments (uint8 group scales for grouped weights)."""
     sig = {"xq_ptr": "*i8", "sx_ptr": "*fp32", "w_ptr": "*i8", "ws_ptr": "*fp32",
            "gs_ptr": "*fp32" if const["CHANNEL"] else "*u8", "y_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i32",
-           **{name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")}, **{name: "constexpr" for name in const}}
+           **{name: "i32" for name in ("M", "N", "K", "stride_wn", "stride_ym")},
+           **{name: "constexpr" for name in const}}
     divisible = [i for i, name in enumerate(sig) if name.endswith("_ptr") or name in DIVISIBLE]
     src = ASTSource(fn=a8_kernel, signature=sig, constexprs=const,
                     attrs={(i,): [["tt.divisibility", 16]] for i in divisible})

@@ -291,8 +291,8 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
-        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8), ASM=not INTERPRETED, PDL=PDL,
-        num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
+        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8), ASM=not INTERPRETED,
+        PDL=PDL, num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "
                                         f"[{n}, {k}], group {group}")

@@ -88,13 +88,15 @@ def load(gpu: str | None) -> dict:
     entry over its sibling's, each entry naming its table under "table"; every other field from its own table where it
     has it ("backends_table": whose backend order it is)."""
     names = TABLES_OF.get(gpu, ())
+    if not names:
+        return {}
     merged: dict = {"entries": {}}
     for name in reversed(names):
         table = json.loads((TABLES / f"{name}.json").read_text())
         for key, rows in table.pop("entries", {}).items():
             merged["entries"].setdefault(key, {}).update({b: {**e, "table": name} for b, e in rows.items()})
         merged.update(table, **({"backends_table": name} if "backends" in table else {}))
-    return merged if names else {}
+    return merged
 
 
 # auto's order per scheme where the GPU has no table (or the table names none). 4-bit weights: Marlin and QQQ first
@@ -195,11 +197,12 @@ def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "
                     zero_points: bool = False) -> str:
     """A layer's ``info["autotune"]``: the tables its entries come from, else the heuristic."""
     entries = load(gpu).get("entries", {})
-    if zero_points and shape_key(n, k, group, scheme, True) in entries:
-        return f"{entries_label(gpu, entries[shape_key(n, k, group, scheme, True)])} (zero points)"
-    if shape_key(n, k, group, scheme) in entries:
-        return entries_label(gpu, entries[shape_key(n, k, group, scheme)]) + (
-            " (symmetric weight's entries)" if zero_points else "")
+    own = entries.get(shape_key(n, k, group, scheme, True)) if zero_points else None
+    if own:
+        return f"{entries_label(gpu, own)} (zero points)"
+    rows = entries.get(shape_key(n, k, group, scheme))
+    if rows:
+        return entries_label(gpu, rows) + (" (symmetric weight's entries)" if zero_points else "")
     return "heuristic (no table entry)"
 
 
