@@ -1,0 +1,176 @@
+"""How far each low-bit layer is from its tiles' memory traffic (issue #15's T(64)/T(1) floors).
+
+    python -m benchmarks.bench_tile_reads --out DIR [--models llama-3-70b] [--schemes w4a16 w4a8] [--ms 1 16 32 64]
+
+For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) runs twice on
+the GPU: the real kernel, and ``tile_reads``, a kernel with the same grid (N tiles x M tiles x split) and pipeline
+depth that only loads what those programs load, the packed weight words (from DRAM: the timed copies defeat L2) and
+each program's activation tiles (from L2: every N tile reads the same rows again), and folds them into one word.
+``tile_reads`` also runs with the weight alone and the activation alone. Where the real kernel takes little more
+than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles (fewer activation re-reads) can help; where
+it takes much more, the instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
+``--smoke`` (with ``TRITON_INTERPRET=1``) checks ``tile_reads`` under Triton's interpreter on a CPU.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import torch
+
+from benchmarks.common import smoke_parser
+from specbench.quantization import kernel_table, splitk, tune
+from specbench.quantization.pdl import INTERPRETED
+
+try:
+    import triton
+    import triton.language as tl
+except ImportError:  # the CPU check needs triton too; the project's CPU install has it
+    triton = None
+
+if triton is not None:
+    @triton.jit
+    def tile_reads(w_ptr, x_ptr, out_ptr, N, x_words, steps, STEPS_PER: tl.constexpr, BN: tl.constexpr,
+                   BM: tl.constexpr, W_ROWS: tl.constexpr, X_COLS: tl.constexpr, M, READ_W: tl.constexpr,
+                   READ_X: tl.constexpr):
+        """Program (n tile, m tile, k part): XOR of its weight words [W_ROWS, BN] per K step (int32 [K/8, N]) and
+        of its activation words [BM, X_COLS] per K step (rows of ``x_words`` int32), stored as one int32."""
+        pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rm = pid_m * BM + tl.arange(0, BM)
+        rw, rx = tl.arange(0, W_ROWS), tl.arange(0, X_COLS)
+        acc_w = tl.zeros((W_ROWS, BN), dtype=tl.int32)
+        acc_x = tl.zeros((BM, X_COLS), dtype=tl.int32)
+        first = pid_k * STEPS_PER
+        for s in range(first, tl.minimum(first + STEPS_PER, steps)):
+            if READ_W:
+                acc_w ^= tl.load(w_ptr + (s * W_ROWS + rw)[:, None] * N + rn[None, :], mask=(rn < N)[None, :], other=0)
+            if READ_X:
+                acc_x ^= tl.load(x_ptr + rm[:, None] * x_words + (s * X_COLS + rx)[None, :], mask=(rm < M)[:, None],
+                                 other=0)
+        folded = tl.xor_sum(tl.xor_sum(acc_w, axis=1), axis=0) ^ tl.xor_sum(tl.xor_sum(acc_x, axis=1), axis=0)
+        tl.store(out_ptr + (pid_k * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid_n, folded)
+
+
+def launch_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int, stages: int,
+                 warps: int, read_w: bool = True, read_x: bool = True) -> torch.Tensor:
+    """``tile_reads`` over weight words ``w`` int32 [K/8, N] and activation words ``x`` int32 [M, K * bytes / 4]
+    with K tiles of ``bk`` inputs; one int32 per program [split, M tiles, N tiles]."""
+    rows, n = w.shape
+    steps = rows * 8 // bk
+    per = -(-steps // split)
+    grid = (-(-n // bn), -(-m // bm), -(-steps // per))
+    out = torch.empty(grid[::-1], dtype=torch.int32, device=w.device)
+    tile_reads[grid](w, x, out, n, x.shape[1], steps, STEPS_PER=per, BN=bn, BM=bm, W_ROWS=bk // 8,
+                     X_COLS=x.shape[1] // steps, M=m, READ_W=read_w, READ_X=read_x, num_warps=warps,
+                     num_stages=stages)
+    return out
+
+
+def reference_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int) -> torch.Tensor:
+    """What ``launch_reads`` stores, from torch ops (the CPU check)."""
+    rows, n = w.shape
+    steps = rows * 8 // bk
+    per = -(-steps // split)
+    wr, xc = bk // 8, x.shape[1] // steps
+    out = torch.zeros(-(-steps // per), -(-m // bm), -(-n // bn), dtype=torch.int32)
+    for p in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            for j in range(out.shape[2]):
+                ks = range(p * per, min(p * per + per, steps))
+                words = [w[s * wr:(s + 1) * wr, j * bn:(j + 1) * bn].flatten() for s in ks]
+                words += [x[i * bm:(i + 1) * bm, s * xc:(s + 1) * xc].flatten() for s in ks]
+                acc = 0
+                for v in torch.cat(words).tolist():
+                    acc ^= v
+                out[p, i, j] = acc
+    return out
+
+
+def smoke() -> None:
+    """``tile_reads`` under the interpreter against ``reference_reads`` on ragged tiles and an uneven split."""
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randint(-2**31, 2**31 - 1, (64 // 8 * 6, 40), dtype=torch.int32, generator=gen)  # K 384, N 40
+    x = torch.randint(-2**31, 2**31 - 1, (5, 384 * 2 // 4), dtype=torch.int32, generator=gen)  # bf16 rows
+    got = launch_reads(w, x, 5, bk=64, bn=16, bm=4, split=4, stages=2, warps=1)
+    want = reference_reads(w, x, 5, bk=64, bn=16, bm=4, split=4)
+    assert torch.equal(got, want), (got, want)
+    print("tile_reads matches the reference (interpreter)")
+
+
+def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replays: int) -> dict:
+    """One shape at M rows: the table's config, the real kernel and the three ``tile_reads`` variants (µs)."""
+    kernel = tune.kernel_for(scheme)
+    cfg, source = kernel_table.choose(gpu, n, k, group, m, scheme)
+    weight_bytes = n * k // 2
+    copies = max(2, -(-tune.L2_DEFEAT_BYTES // weight_bytes))
+    weights = [kernel.weight(n, k, group, seed) for seed in range(copies)]
+    x = kernel.inputs(m, k)
+    counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
+    real = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights, replays)
+    del weights
+    words = [torch.randint(-2**31, 2**31 - 1, (k // 8, n), dtype=torch.int32, device="cuda") for _ in range(copies)]
+    x_bytes = 1 if scheme != "w4a16" else 2
+    xw = torch.randint(-2**31, 2**31 - 1, (m, k * x_bytes // 4), dtype=torch.int32, device="cuda")
+    bm = 1 if cfg.path == "gemv" else cfg.BM
+    reads = {}
+    for name, rw, rx in (("reads", True, True), ("weight_only", True, False), ("x_only", False, True)):
+        reads[name] = tune.time_config(
+            lambda wt: launch_reads(wt, xw, m, cfg.BK, cfg.BN, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx),
+            words, replays)
+    n_tiles = -(-n // cfg.BN)
+    x_l2_bytes = n_tiles * m * k * x_bytes
+    return {"scheme": scheme, "n": n, "k": k, "group": group, "M": m, "config": cfg.as_dict(), "source": source,
+            "kernel_us": 1e3 * real, **{f"{name}_us": 1e3 * t for name, t in reads.items()},
+            "weight_MB": weight_bytes / 1e6, "x_L2_MB": x_l2_bytes / 1e6,
+            "reads_TBps": (weight_bytes + x_l2_bytes) / (reads["reads"] * 1e-3) / 1e12}
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| scheme | layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
+             "x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 12]
+    for r in rows:
+        c = r["config"]
+        lines.append(f"| {r['scheme']} | {r['layer']} | {r['n']}x{r['k']} | {r['M']} | {c['BN']} x {c['BK']}, "
+                     f"{c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
+                     f"{r['x_only_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
+                     f"{r['kernel_us'] / r['reads_us']:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = smoke_parser(__doc__, "check tile_reads under Triton's interpreter (no GPU)")
+    parser.add_argument("--models", nargs="+", default=["llama-3-70b"], choices=sorted(tune.MODELS))
+    parser.add_argument("--schemes", nargs="+", default=["w4a16", "w4a8"], choices=["w4a16", "w4a8"])
+    parser.add_argument("--groups", nargs="+", type=int, default=[128], help="128, or -1 for per-channel")
+    parser.add_argument("--ms", nargs="+", type=int, default=[1, 16, 32, 64])
+    parser.add_argument("--replays", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.smoke != INTERPRETED:
+        parser.error("--smoke runs under Triton's interpreter (set TRITON_INTERPRET=1), the timing on a GPU without it")
+    if args.smoke:
+        return smoke()
+    gpu = kernel_table.gpu_key()
+    rows, t0 = [], time.monotonic()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for model in args.models:
+        shapes, _ = tune.model_shapes(model)
+        for scheme in args.schemes:
+            for group in args.groups:
+                for m in args.ms:
+                    for layer, k, n in shapes:
+                        rows.append({"model": model, "layer": layer,
+                                     **time_layer(scheme, n, k, k if group == -1 else group, m, gpu, args.replays)})
+                        r = rows[-1]
+                        print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs, reads "
+                              f"{r['reads_us']:.1f} (weight {r['weight_only_us']:.1f}, x {r['x_only_us']:.1f}), "
+                              f"{r['reads_TBps']:.2f} TB/s through L2", flush=True)
+                        result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                  "triton": triton.__version__, "elapsed_s": time.monotonic() - t0, "rows": rows}
+                        (args.out / "tile_reads.json").write_text(json.dumps(result, indent=1))
+    (args.out / "tile_reads.md").write_text(markdown(rows))
+
+
+if __name__ == "__main__":
+    main()
