@@ -6,7 +6,8 @@ For every linear shape of a model and each M, the committed table's config (``ke
 the GPU: the real kernel, and ``tile_reads``, a kernel with the same grid (N tiles x M tiles x split) and pipeline
 depth that only loads what those programs load, the packed weight words (from DRAM: the timed copies defeat L2) and
 each program's activation tiles (from L2: every N tile reads the same rows again), and folds them into one word.
-``tile_reads`` also runs with the weight alone and the activation alone. Where the real kernel takes little more
+``tile_reads`` also runs with the weight alone, the activation alone, and both with N tiles twice as wide
+(``reads_2bn``: half the activation re-reads). Where the real kernel takes little more
 than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles (fewer activation re-reads) can help; where
 it takes much more, the instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
 ``--smoke`` (with ``TRITON_INTERPRET=1``) checks ``tile_reads`` under Triton's interpreter on a CPU.
@@ -115,9 +116,10 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
     xw = torch.randint(-2**31, 2**31 - 1, (m, k * x_bytes // 4), dtype=torch.int32, device="cuda")
     bm = 1 if cfg.path == "gemv" else cfg.BM
     reads = {}
-    for name, rw, rx in (("reads", True, True), ("weight_only", True, False), ("x_only", False, True)):
+    for name, bn, rw, rx in (("reads", cfg.BN, True, True), ("weight_only", cfg.BN, True, False),
+                             ("x_only", cfg.BN, False, True), ("reads_2bn", 2 * cfg.BN, True, True)):
         reads[name] = tune.time_config(
-            lambda wt: launch_reads(wt, xw, m, cfg.BK, cfg.BN, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx),
+            lambda wt: launch_reads(wt, xw, m, cfg.BK, bn, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx),
             words, replays)
     n_tiles = -(-n // cfg.BN)
     x_l2_bytes = n_tiles * m * k * x_bytes
@@ -129,12 +131,12 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| scheme | layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
-             "x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 12]
+             "reads, 2 BN | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 13]
     for r in rows:
         c = r["config"]
         lines.append(f"| {r['scheme']} | {r['layer']} | {r['n']}x{r['k']} | {r['M']} | {c['BN']} x {c['BK']}, "
                      f"{c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
-                     f"{r['x_only_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
+                     f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
                      f"{r['kernel_us'] / r['reads_us']:.2f} |")
     return "\n".join(lines) + "\n"
 
@@ -164,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
                                      **time_layer(scheme, n, k, k if group == -1 else group, m, gpu, args.replays)})
                         r = rows[-1]
                         print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs, reads "
-                              f"{r['reads_us']:.1f} (weight {r['weight_only_us']:.1f}, x {r['x_only_us']:.1f}), "
+                              f"{r['reads_us']:.1f} (weight {r['weight_only_us']:.1f}, x {r['x_only_us']:.1f}, 2 BN "
+                              f"{r['reads_2bn_us']:.1f}), "
                               f"{r['reads_TBps']:.2f} TB/s through L2", flush=True)
                         result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                                   "triton": triton.__version__, "elapsed_s": time.monotonic() - t0, "rows": rows}
