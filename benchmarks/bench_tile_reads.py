@@ -1,6 +1,7 @@
 """How far each low-bit layer is from its tiles' memory traffic (issue #15's T(64)/T(1) floors).
 
     python -m benchmarks.bench_tile_reads --out DIR [--models llama-3-70b] [--schemes w4a16 w4a8] [--ms 1 16 32 64]
+    python -m benchmarks.bench_tile_reads --out DIR --from-table h200 [--schemes w4a16 w4a8] [--ms 16 32 64]
 
 For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) runs twice on
 the GPU: the real kernel, and ``tile_reads``, a kernel with the same grid (N tiles x M tiles x split) and pipeline
@@ -10,7 +11,8 @@ each program's activation tiles (from L2: every N tile reads the same rows again
 (``reads_2bn``: half the activation re-reads). Where the real kernel takes little more
 than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles (fewer activation re-reads) can help; where
 it takes much more, the instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
-``--smoke`` (with ``TRITON_INTERPRET=1``) checks ``tile_reads`` under Triton's interpreter on a CPU.
+``--from-table GPU`` needs no GPU: for each committed entry, the weight bytes, the activation bytes its N tiles
+re-read and the rate both imply at the entry's tuned time. ``--smoke`` (with ``TRITON_INTERPRET=1``) checks ``tile_reads`` under Triton's interpreter on a CPU.
 """
 
 from __future__ import annotations
@@ -129,6 +131,36 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
             "reads_TBps": (weight_bytes + x_l2_bytes) / (reads["reads"] * 1e-3) / 1e12}
 
 
+def table_traffic(gpu: str, schemes: list[str], ms: list[int]) -> list[dict]:
+    """Per committed entry (symmetric weights) of ``gpu`` at the buckets ``ms``: weight bytes, activation bytes its
+    N tiles re-read, and the rate both imply at the entry's tuned time, from the table alone (no GPU)."""
+    rows = []
+    for key, buckets in sorted(kernel_table.load(gpu).get("entries", {}).items()):
+        parts = key.split(":")
+        scheme = "w4a16" if "x" in parts[0] else parts[0]
+        if scheme not in schemes or parts[-1] == "zp":
+            continue
+        n, k = map(int, parts[-2].split("x"))
+        for bucket, entry in buckets.items():
+            m, cfg = int(bucket), entry["config"]
+            if m not in ms:
+                continue
+            weight = n * k // 2
+            x_l2 = -(-n // cfg["BN"]) * m * k * (2 if scheme == "w4a16" else 1)
+            rows.append({"scheme": scheme, "weight": parts[-2], "group": parts[-1], "M": m, "BN": cfg["BN"],
+                         "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
+                         "x_L2_MB": x_l2 / 1e6, "TBps": (weight + x_l2) / (entry["ms"] * 1e-3) / 1e12})
+    return rows
+
+
+def traffic_markdown(rows: list[dict]) -> str:
+    lines = ["| scheme | N x K | group | M | BN, split | tuned µs | weight MB | x from L2 MB | (weight + x) TB/s |",
+             "|" + "---|" * 9]
+    lines += [f"| {r['scheme']} | {r['weight']} | {r['group']} | {r['M']} | {r['BN']}, {r['split']} | {r['us']:.1f} | "
+              f"{r['weight_MB']:.0f} | {r['x_L2_MB']:.0f} | {r['TBps']:.2f} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| scheme | layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
              "reads, 2 BN | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 13]
@@ -148,7 +180,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--groups", nargs="+", type=int, default=[128], help="128, or -1 for per-channel")
     parser.add_argument("--ms", nargs="+", type=int, default=[1, 16, 32, 64])
     parser.add_argument("--replays", type=int, default=20)
+    parser.add_argument("--from-table", metavar="GPU", help="no GPU: each committed entry's traffic at its tuned time")
     args = parser.parse_args(argv)
+    if args.from_table:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "table_traffic.md").write_text(traffic_markdown(table_traffic(args.from_table, args.schemes,
+                                                                                  args.ms)))
+        return print((args.out / "table_traffic.md").read_text())
     if args.smoke != INTERPRETED:
         parser.error("--smoke runs under Triton's interpreter (set TRITON_INTERPRET=1), the timing on a GPU without it")
     if args.smoke:

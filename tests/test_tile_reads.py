@@ -18,3 +18,17 @@ print("ok" if all(ok) else ok)
 
 def test_tile_reads_matches_the_reference_in_the_interpreter():
     assert run_in_interpreter(SCRIPT) == "ok"
+
+
+def test_table_traffic_counts_each_n_tiles_activation_reads():
+    from benchmarks.bench_tile_reads import table_traffic
+
+    rows = table_traffic("h200", ["w4a16", "w4a8"], [64])
+    assert rows and {r["scheme"] for r in rows} == {"w4a16", "w4a8"} and {r["M"] for r in rows} == {64}
+    assert all(r["group"] in ("channel", "g128") for r in rows)  # zero-point entries left out
+    gate_up = next(r for r in rows if r["scheme"] == "w4a16" and r["weight"] == "57344x8192" and r["group"] == "g128")
+    assert gate_up["weight_MB"] == 57344 * 8192 / 2 / 1e6
+    assert gate_up["x_L2_MB"] == -(-57344 // gate_up["BN"]) * 64 * 8192 * 2 / 1e6  # bf16 rows, once per N tile
+    w4a8 = next(r for r in rows if r["scheme"] == "w4a8" and r["weight"] == "57344x8192" and r["group"] == "g128")
+    assert w4a8["x_L2_MB"] == -(-57344 // w4a8["BN"]) * 64 * 8192 / 1e6  # int8 rows
+    assert abs(w4a8["TBps"] - (w4a8["weight_MB"] + w4a8["x_L2_MB"]) / w4a8["us"] / 1e6) < 1e-9
