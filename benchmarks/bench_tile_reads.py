@@ -3,16 +3,18 @@
     python -m benchmarks.bench_tile_reads --out DIR [--models llama-3-70b] [--schemes w4a16 w4a8] [--ms 1 16 32 64]
     python -m benchmarks.bench_tile_reads --out DIR --from-table h200 [--schemes w4a16 w4a8] [--ms 16 32 64]
 
-For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) runs twice on
-the GPU: the real kernel, and ``tile_reads``, a kernel with the same grid (N tiles x M tiles x split) and pipeline
-depth that only loads what those programs load, the packed weight words (from DRAM: the timed copies defeat L2) and
-each program's activation tiles (from L2: every N tile reads the same rows again), and folds them into one word.
-``tile_reads`` also runs with the weight alone, the activation alone, and both with N tiles twice as wide
-(``reads_2bn``: half the activation re-reads). Where the real kernel takes little more
-than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles (fewer activation re-reads) can help; where
-it takes much more, the instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
+For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) is timed on the
+GPU beside ``tile_reads``: a kernel with the same grid (N tiles x M tiles x split) and pipeline depth that only loads
+what those programs load and folds it into one word. It loads the packed weight (as int32 [K/8, N] words, whatever
+the kernel's own layout; from DRAM, since the timed copies defeat L2) and each program's activation tiles (from L2:
+every N tile reads the same rows again). ``tile_reads`` also runs with the weight alone, the activation alone, and
+both with N tiles twice as wide (``reads_2bn``: half the activation re-reads). Where the real kernel takes little
+more than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles can help; where it takes much more, the
+instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
+
 ``--from-table GPU`` needs no GPU: for each committed entry, the weight bytes, the activation bytes its N tiles
-re-read and the rate both imply at the entry's tuned time. ``--smoke`` (with ``TRITON_INTERPRET=1``) checks ``tile_reads`` under Triton's interpreter on a CPU.
+re-read and the rate both imply at the entry's tuned time. ``--smoke`` (with ``TRITON_INTERPRET=1``) checks
+``tile_reads`` under Triton's interpreter on a CPU.
 """
 
 from __future__ import annotations
