@@ -138,18 +138,16 @@ def table_traffic(gpu: str, schemes: list[str], ms: list[int]) -> list[dict]:
     N tiles re-read, and the rate both imply at the entry's tuned time, from the table alone (no GPU)."""
     rows = []
     for key, buckets in sorted(kernel_table.load(gpu).get("entries", {}).items()):
-        parts = key.split(":")
-        scheme = "w4a16" if "x" in parts[0] else parts[0]
-        if scheme not in schemes or parts[-1] == "zp":
+        scheme, n, k, group, zero_points = kernel_table.parse_key(key)
+        if scheme not in schemes or zero_points:
             continue
-        n, k = map(int, parts[-2].split("x"))
         for bucket, entry in buckets.items():
             m, cfg = int(bucket), entry["config"]
             if m not in ms:
                 continue
             weight = n * k // 2
             x_l2 = -(-n // cfg["BN"]) * m * k * (2 if scheme == "w4a16" else 1)
-            rows.append({"scheme": scheme, "weight": parts[-2], "group": parts[-1], "M": m, "BN": cfg["BN"],
+            rows.append({"scheme": scheme, "weight": f"{n}x{k}", "group": kernel_table.group_kind(k, group), "M": m, "BN": cfg["BN"],
                          "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
                          "x_L2_MB": x_l2 / 1e6, "TBps": (weight + x_l2) / (entry["ms"] * 1e-3) / 1e12})
     return rows
@@ -186,9 +184,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.from_table:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "table_traffic.md").write_text(traffic_markdown(table_traffic(args.from_table, args.schemes,
-                                                                                  args.ms)))
-        return print((args.out / "table_traffic.md").read_text())
+        text = traffic_markdown(table_traffic(args.from_table, args.schemes, args.ms))
+        (args.out / "table_traffic.md").write_text(text)
+        return print(text)
     if args.smoke != INTERPRETED:
         parser.error("--smoke runs under Triton's interpreter (set TRITON_INTERPRET=1), the timing on a GPU without it")
     if args.smoke:

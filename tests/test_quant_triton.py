@@ -179,11 +179,9 @@ def test_committed_h200_table_covers_the_shipped_shapes():
                 cfg, source = kernel_table.choose("h200", n, k, group, 1)
                 assert source == "table h200" and cfg == KernelConfig(**entries["1"]["config"])
     for key, entries in table["entries"].items():  # every w4a16 entry, those of weights with zero points included
-        if key.startswith(("w8a8_int8:", "w4a8:")):
+        scheme, n, k, group, _ = kernel_table.parse_key(key)
+        if scheme != "w4a16":
             continue
-        shape, kind, *_ = key.split(":")
-        n, k = map(int, shape.split("x"))
-        group = k if kind == "channel" else int(kind[1:])
         for entry in entries.values():
             assert entry["rel_error"] <= 1e-2 and check_shape(n, k, group, KernelConfig(**entry["config"])) is None
     assert any(key.endswith(":zp") for key in table["entries"])
@@ -196,15 +194,19 @@ def test_every_committed_entry_runs_in_a_layer_at_every_m_of_its_bucket():
 
     for gpu in ("h200", "h100"):  # the H100's own entries and the H200's it runs
         for key, entries in kernel_table.load(gpu)["entries"].items():
-            scheme = key.split(":")[0] if key.startswith(("w8a8_int8:", "w4a8:")) else "w4a16"
-            shape, kind, *zp = key.removeprefix(f"{scheme}:").split(":")
-            n, k = map(int, shape.split("x"))
-            layer = TritonLayer(n, k, k if kind == "channel" else int(kind[1:]), scheme, gpu, torch.device("cpu"),
-                                zero_points=bool(zp))
+            scheme, n, k, group, zero_points = kernel_table.parse_key(key)
+            layer = TritonLayer(n, k, group, scheme, gpu, torch.device("cpu"), zero_points=zero_points)
             buckets = sorted(map(int, entries))
             for low, high in zip([0, *buckets], buckets):
                 for m in {low + 1, high}:
                     assert layer.config(m)[1] == kernel_table.table_label(gpu, entries[str(high)]["table"]), (key, m)
+
+
+def test_a_table_key_parses_back_to_its_weight():
+    for scheme, n, k, group, zp in [("w4a16", 10240, 8192, 128, False), ("w4a16", 4096, 14336, 14336, True),
+                                    ("w4a8", 57344, 8192, 128, False), ("w8a8_int8", 6144, 4096, 4096, False)]:
+        key = kernel_table.shape_key(n, k, group, scheme, zp)
+        assert kernel_table.parse_key(key) == (scheme, n, k, group, zp), key
 
 
 def test_lookup_buckets_and_heuristic_fallback():

@@ -30,19 +30,17 @@ def table_builds(gpu: str) -> Iterator[tuple[str, str, object]]:
     distinct build."""
     built = {}
     for key, row in kernel_table.load(gpu)["entries"].items():
-        parts = key.split(":")
-        a8 = parts[0] in ("w8a8_int8", "w4a8")
-        kind = parts[int(a8) + 1]
+        scheme, _, k, group, zero_points = kernel_table.parse_key(key)
+        a8 = scheme != "w4a16"
         for bucket, entry in row.items():
             c = entry["config"]
             if c["path"] != "dot":
                 continue
             if a8:  # grouped 4-bit weights with QQQ's integer group scales (uint8), as the tune times them
-                k, bits = int(parts[1].split("x")[1]), 8 if parts[0] == "w8a8_int8" else 4
-                group = k if kind == "channel" else int(kind[1:])
+                bits = 8 if scheme == "w8a8_int8" else 4
                 const = {**kernel_constants(k, group, bits, A8Config(**c), True), "ASM": True, "PDL": False}
             else:
-                const = dict(fp16=True, channel=kind == "channel", zeros=parts[-1] == "zp",
+                const = dict(fp16=True, channel=group == k, zeros=zero_points,
                              whole_k=c.get("split", 1) == 1, gemv=False, BM=c["BM"], BN=c["BN"], BK=c["BK"],
                              deq=c["DEQ"], uneven=bool(c.get("uneven")), scales_ahead=bool(c.get("scales_ahead")))
             build = (a8, c["warps"], c["stages"], *sorted(const.items()))

@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -63,6 +64,22 @@ def group_kind(k: int, group: int) -> str:
 def shape_key(n: int, k: int, group: int, scheme: str = "w4a16", zero_points: bool = False) -> str:
     key = f"{n}x{k}:{group_kind(k, group)}" + (":zp" if zero_points else "")
     return key if scheme == "w4a16" else f"{scheme}:{key}"
+
+
+class TableKey(NamedTuple):
+    scheme: str
+    n: int
+    k: int
+    group: int  # K for per-channel weights
+    zero_points: bool
+
+
+def parse_key(key: str) -> TableKey:
+    """The weight a table key names (``shape_key``'s inverse)."""
+    scheme, rest = key.split(":", 1) if key.startswith(("w8a8_int8:", "w4a8:")) else ("w4a16", key)
+    shape, kind, *zp = rest.split(":")
+    n, k = map(int, shape.split("x"))
+    return TableKey(scheme, n, k, k if kind == "channel" else int(kind[1:]), zp == ["zp"])
 
 
 # the committed tables each GPU runs with, its own first, then its sibling's; read once, so that a forward traced by
