@@ -5,7 +5,7 @@
 
 For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) is timed on the
 GPU beside ``tile_reads``: a kernel with the same grid (N tiles x M tiles x split) and pipeline depth that only loads
-what those programs load and folds it into one word. It loads the packed weight (as int32 [K/8, N] words, whatever
+what those programs load, each tile into a dot with ones so that its loads are pipelined like the kernel's. It loads the packed weight (as int32 [K/8, N] words, whatever
 the kernel's own layout; from DRAM, since the timed copies defeat L2) and each program's activation tiles (from L2:
 every N tile reads the same rows again). ``tile_reads`` also runs with the weight alone, the activation alone, and
 both with N tiles twice as wide (``reads_2bn``: half the activation re-reads). Where the real kernel takes little
@@ -36,70 +36,82 @@ except ImportError:  # the CPU check needs triton too; the project's CPU install
 
 if triton is not None:
     @triton.jit
-    def tile_reads(w_ptr, x_ptr, out_ptr, N, x_words, steps, STEPS_PER: tl.constexpr, BN: tl.constexpr,
+    def tile_reads(w_ptr, x_ptr, out_ptr, N2, x_cols, steps, STEPS_PER: tl.constexpr, BN2: tl.constexpr,
                    BM: tl.constexpr, W_ROWS: tl.constexpr, X_COLS: tl.constexpr, M, READ_W: tl.constexpr,
                    READ_X: tl.constexpr):
-        """Program (n tile, m tile, k part): XOR of its weight words [W_ROWS, BN] per K step (int32 [K/8, N]) and
-        of its activation words [BM, X_COLS] per K step (rows of ``x_words`` int32), stored as one int32."""
+        """Program (n tile, m tile, k part): the sum of its weight tiles [W_ROWS, BN2] per K step and of its
+        activation tiles [BM, X_COLS] per K step, both read as fp16 views of the bytes, times 16, stored as one
+        float. Each tile feeds a dot with ones, so Triton pipelines its loads as it does the kernels' own (async
+        copies ``num_stages`` deep; loads that feed only arithmetic are not pipelined)."""
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-        rn = pid_n * BN + tl.arange(0, BN)
+        rn = pid_n * BN2 + tl.arange(0, BN2)
         rm = pid_m * BM + tl.arange(0, BM)
         rw, rx = tl.arange(0, W_ROWS), tl.arange(0, X_COLS)
-        acc_w = tl.zeros((W_ROWS, BN), dtype=tl.int32)
-        acc_x = tl.zeros((BM, X_COLS), dtype=tl.int32)
+        ones_w = tl.full((16, W_ROWS), 1.0, tl.float16)
+        ones_x = tl.full((X_COLS, 16), 1.0, tl.float16)
+        acc_w = tl.zeros((16, BN2), dtype=tl.float32)
+        acc_x = tl.zeros((BM, 16), dtype=tl.float32)
         first = pid_k * STEPS_PER
         for s in range(first, tl.minimum(first + STEPS_PER, steps)):
             if READ_W:
-                acc_w ^= tl.load(w_ptr + (s * W_ROWS + rw)[:, None] * N + rn[None, :], mask=(rn < N)[None, :], other=0)
+                w = tl.load(w_ptr + (s * W_ROWS + rw)[:, None] * N2 + rn[None, :], mask=(rn < N2)[None, :], other=0.0)
+                acc_w = tl.dot(ones_w, w, acc_w)
             if READ_X:
-                acc_x ^= tl.load(x_ptr + rm[:, None] * x_words + (s * X_COLS + rx)[None, :], mask=(rm < M)[:, None],
-                                 other=0)
-        folded = tl.xor_sum(tl.xor_sum(acc_w, axis=1), axis=0) ^ tl.xor_sum(tl.xor_sum(acc_x, axis=1), axis=0)
-        tl.store(out_ptr + (pid_k * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid_n, folded)
+                x = tl.load(x_ptr + rm[:, None] * x_cols + (s * X_COLS + rx)[None, :], mask=(rm < M)[:, None],
+                            other=0.0)
+                acc_x = tl.dot(x, ones_x, acc_x)
+        tl.store(out_ptr + (pid_k * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid_n,
+                 tl.sum(tl.sum(acc_w, axis=1), axis=0) + tl.sum(tl.sum(acc_x, axis=1), axis=0))
 
 
 def launch_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int, stages: int,
                  warps: int, read_w: bool = True, read_x: bool = True) -> torch.Tensor:
     """``tile_reads`` over weight words ``w`` int32 [K/8, N] and activation words ``x`` int32 [M, K * bytes / 4]
-    with K tiles of ``bk`` inputs; one int32 per program [split, M tiles, N tiles]."""
+    with K tiles of ``bk`` inputs (``bk`` >= 128: a dot's 16 rows of words); one float per program
+    [split, M tiles, N tiles]. M tiles are at least 16 rows (a dot's), the rows past M masked off."""
     rows, n = w.shape
     steps = rows * 8 // bk
     per = -(-steps // split)
+    bm = max(bm, 16)
     grid = (-(-n // bn), -(-m // bm), -(-steps // per))
-    out = torch.empty(grid[::-1], dtype=torch.int32, device=w.device)
-    tile_reads[grid](w, x, out, n, x.shape[1], steps, STEPS_PER=per, BN=bn, BM=bm, W_ROWS=bk // 8,
-                     X_COLS=x.shape[1] // steps, M=m, READ_W=read_w, READ_X=read_x, num_warps=warps,
+    out = torch.empty(grid[::-1], dtype=torch.float32, device=w.device)
+    wh, xh = w.view(torch.float16), x.view(torch.float16)
+    tile_reads[grid](wh, xh, out, 2 * n, xh.shape[1], steps, STEPS_PER=per, BN2=2 * bn, BM=bm, W_ROWS=bk // 8,
+                     X_COLS=xh.shape[1] // steps, M=m, READ_W=read_w, READ_X=read_x, num_warps=warps,
                      num_stages=stages)
     return out
 
 
 def reference_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int) -> torch.Tensor:
-    """What ``launch_reads`` stores, from torch ops (the CPU check)."""
+    """What ``launch_reads`` stores, from torch ops (the CPU check; exact where the fp16 values are small integers)."""
+    wh, xh = w.view(torch.float16).float(), x.view(torch.float16).float()
     rows, n = w.shape
     steps = rows * 8 // bk
     per = -(-steps // split)
-    wr, xc = bk // 8, x.shape[1] // steps
-    out = torch.zeros(-(-steps // per), -(-m // bm), -(-n // bn), dtype=torch.int32)
+    bm = max(bm, 16)
+    wr, xc = bk // 8, xh.shape[1] // steps
+    out = torch.zeros(-(-steps // per), -(-m // bm), -(-n // bn))
     for p in range(out.shape[0]):
+        k0, k1 = p * per, min(p * per + per, steps)
         for i in range(out.shape[1]):
             for j in range(out.shape[2]):
-                ks = range(p * per, min(p * per + per, steps))
-                words = [w[s * wr:(s + 1) * wr, j * bn:(j + 1) * bn].flatten() for s in ks]
-                words += [x[i * bm:(i + 1) * bm, s * xc:(s + 1) * xc].flatten() for s in ks]
-                acc = 0
-                for v in torch.cat(words).tolist():
-                    acc ^= v
-                out[p, i, j] = acc
+                out[p, i, j] = 16 * (wh[k0 * wr:k1 * wr, 2 * j * bn:2 * (j + 1) * bn].sum()
+                                     + xh[i * bm:(i + 1) * bm, k0 * xc:k1 * xc].sum())
     return out
+
+
+def small_int_words(rows: int, cols: int, gen: torch.Generator) -> torch.Tensor:
+    """int32 words [rows, cols] whose two fp16 halves are small integers (sums exact in float32)."""
+    return torch.randint(-4, 5, (rows, 2 * cols), generator=gen).to(torch.float16).view(torch.int32)
 
 
 def smoke() -> None:
     """``tile_reads`` under the interpreter against ``reference_reads`` on ragged tiles and an uneven split."""
     gen = torch.Generator().manual_seed(0)
-    w = torch.randint(-2**31, 2**31 - 1, (64 // 8 * 6, 40), dtype=torch.int32, generator=gen)  # K 384, N 40
-    x = torch.randint(-2**31, 2**31 - 1, (5, 384 * 2 // 4), dtype=torch.int32, generator=gen)  # bf16 rows
-    got = launch_reads(w, x, 5, bk=64, bn=16, bm=4, split=4, stages=2, warps=1)
-    want = reference_reads(w, x, 5, bk=64, bn=16, bm=4, split=4)
+    w = small_int_words(128 // 8 * 6, 40, gen)  # K 768, N 40
+    x = small_int_words(5, 768 * 2 // 4, gen)  # bf16 rows
+    got = launch_reads(w, x, 5, bk=128, bn=16, bm=4, split=4, stages=2, warps=1)
+    want = reference_reads(w, x, 5, bk=128, bn=16, bm=4, split=4)
     assert torch.equal(got, want), (got, want)
     print("tile_reads matches the reference (interpreter)")
 
