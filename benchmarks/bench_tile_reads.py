@@ -5,12 +5,15 @@
 
 For every linear shape of a model and each M, the committed table's config (``kernel_table.choose``) is timed on the
 GPU beside ``tile_reads``: a kernel with the same grid (N tiles x M tiles x split) and pipeline depth that only loads
-what those programs load, each tile into a dot with ones so that its loads are pipelined like the kernel's. It loads the packed weight (as int32 [K/8, N] words, whatever
-the kernel's own layout; from DRAM, since the timed copies defeat L2) and each program's activation tiles (from L2:
-every N tile reads the same rows again). ``tile_reads`` also runs with the weight alone, the activation alone, and
-both with N tiles twice as wide (``reads_2bn``: half the activation re-reads). Where the real kernel takes little
-more than ``tile_reads``, the tiles' traffic bounds it and only wider N tiles can help; where it takes much more, the
-instructions between the loads do. Times are CUDA-graph replays (``tune.time_config``).
+what those programs load, each tile into a dot with ones so that its loads are pipelined like the kernel's. It loads
+the packed weight (as int32 [K/8, N] words, whatever the kernel's own layout; from DRAM, since the timed copies
+defeat L2) and each program's activation tiles (from L2: every N tile reads the same rows again). ``tile_reads``
+also runs with the weight alone, the activation alone, both with N tiles twice as wide (``reads_2bn``: half the
+activation re-reads), and with the kernel's tensor-core work on top (``reads_mma``: the activation tile times a
+[BK, BN] tile of ones, no dequantization). Where the real kernel takes little more than ``tile_reads``, the tiles'
+traffic bounds it and only wider N tiles can help; where it takes little more than ``reads_mma``, the MMAs do; where
+it takes more than both, the dequantization and the waits between them do. Times are CUDA-graph replays
+(``tune.time_config``).
 
 ``--from-table GPU`` needs no GPU: for each committed entry, the weight bytes, the activation bytes its N tiles
 re-read and the rate both imply at the entry's tuned time. ``--smoke`` (with ``TRITON_INTERPRET=1``) checks
@@ -37,20 +40,21 @@ except ImportError:  # the CPU check needs triton too; the project's CPU install
 if triton is not None:
     @triton.jit
     def tile_reads(w_ptr, x_ptr, out_ptr, N2, x_cols, steps, STEPS_PER: tl.constexpr, BN2: tl.constexpr,
-                   BM: tl.constexpr, W_ROWS: tl.constexpr, X_COLS: tl.constexpr, M, READ_W: tl.constexpr,
-                   READ_X: tl.constexpr):
-        """Program (n tile, m tile, k part): the sum of its weight tiles [W_ROWS, BN2] per K step and of its
-        activation tiles [BM, X_COLS] per K step, both read as fp16 views of the bytes, times 16, stored as one
-        float. Each tile feeds a dot with ones, so Triton pipelines its loads as it does the kernels' own (async
-        copies ``num_stages`` deep; loads that feed only arithmetic are not pipelined)."""
+                   BM: tl.constexpr, W_ROWS: tl.constexpr, X_COLS: tl.constexpr, XN: tl.constexpr, M,
+                   READ_W: tl.constexpr, READ_X: tl.constexpr):
+        """Program (n tile, m tile, k part): 16 x the sum of its weight tiles [W_ROWS, BN2] per K step plus XN x the
+        sum of its activation tiles [BM, X_COLS] per K step, both read as fp16 views of the bytes; one float. Each
+        tile feeds a dot with ones, so Triton pipelines its loads as it does the kernels' own (async copies
+        ``num_stages`` deep; loads that feed only arithmetic are not pipelined). With XN = BN the activation's dot
+        does the tensor-core work of the kernel's own [BM, BK] x [BK, BN] step."""
         pid_n, pid_m, pid_k = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         rn = pid_n * BN2 + tl.arange(0, BN2)
         rm = pid_m * BM + tl.arange(0, BM)
         rw, rx = tl.arange(0, W_ROWS), tl.arange(0, X_COLS)
         ones_w = tl.full((16, W_ROWS), 1.0, tl.float16)
-        ones_x = tl.full((X_COLS, 16), 1.0, tl.float16)
+        ones_x = tl.full((X_COLS, XN), 1.0, tl.float16)
         acc_w = tl.zeros((16, BN2), dtype=tl.float32)
-        acc_x = tl.zeros((BM, 16), dtype=tl.float32)
+        acc_x = tl.zeros((BM, XN), dtype=tl.float32)
         first = pid_k * STEPS_PER
         for s in range(first, tl.minimum(first + STEPS_PER, steps)):
             if READ_W:
@@ -65,10 +69,11 @@ if triton is not None:
 
 
 def launch_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int, stages: int,
-                 warps: int, read_w: bool = True, read_x: bool = True) -> torch.Tensor:
+                 warps: int, read_w: bool = True, read_x: bool = True, xn: int = 16) -> torch.Tensor:
     """``tile_reads`` over weight words ``w`` int32 [K/8, N] and activation words ``x`` int32 [M, K * bytes / 4]
     with K tiles of ``bk`` inputs (``bk`` >= 128: a dot's 16 rows of words); one float per program
-    [split, M tiles, N tiles]. M tiles are at least 16 rows (a dot's), the rows past M masked off."""
+    [split, M tiles, N tiles]. M tiles are at least 16 rows (a dot's), the rows past M masked off; ``xn`` is the
+    width of the activation's dot (``bn``: the kernel's own tensor-core work)."""
     rows, n = w.shape
     steps = rows * 8 // bk
     per = -(-steps // split)
@@ -77,12 +82,13 @@ def launch_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm:
     out = torch.empty(grid[::-1], dtype=torch.float32, device=w.device)
     wh, xh = w.view(torch.float16), x.view(torch.float16)
     tile_reads[grid](wh, xh, out, 2 * n, xh.shape[1], steps, STEPS_PER=per, BN2=2 * bn, BM=bm, W_ROWS=bk // 8,
-                     X_COLS=xh.shape[1] // steps, M=m, READ_W=read_w, READ_X=read_x, num_warps=warps,
+                     X_COLS=xh.shape[1] // steps, XN=xn, M=m, READ_W=read_w, READ_X=read_x, num_warps=warps,
                      num_stages=stages)
     return out
 
 
-def reference_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int) -> torch.Tensor:
+def reference_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int,
+                    xn: int = 16) -> torch.Tensor:
     """What ``launch_reads`` stores, from torch ops (the CPU check; exact where the fp16 values are small integers)."""
     wh, xh = w.view(torch.float16).float(), x.view(torch.float16).float()
     rows, n = w.shape
@@ -95,8 +101,8 @@ def reference_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, 
         k0, k1 = p * per, min(p * per + per, steps)
         for i in range(out.shape[1]):
             for j in range(out.shape[2]):
-                out[p, i, j] = 16 * (wh[k0 * wr:k1 * wr, 2 * j * bn:2 * (j + 1) * bn].sum()
-                                     + xh[i * bm:(i + 1) * bm, k0 * xc:k1 * xc].sum())
+                out[p, i, j] = (16 * wh[k0 * wr:k1 * wr, 2 * j * bn:2 * (j + 1) * bn].sum()
+                                + xn * xh[i * bm:(i + 1) * bm, k0 * xc:k1 * xc].sum())
     return out
 
 
@@ -117,7 +123,7 @@ def smoke() -> None:
 
 
 def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replays: int) -> dict:
-    """One shape at M rows: the table's config, the real kernel and the three ``tile_reads`` variants (µs)."""
+    """One shape at M rows: the table's config, the real kernel and the five ``tile_reads`` variants (µs)."""
     kernel = tune.kernel_for(scheme)
     cfg, source = kernel_table.choose(gpu, n, k, group, m, scheme)
     weight_bytes = n * k // 2
@@ -132,10 +138,11 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
     xw = torch.randint(-2**31, 2**31 - 1, (m, k * x_bytes // 4), dtype=torch.int32, device="cuda")
     bm = 1 if cfg.path == "gemv" else cfg.BM
     reads = {}
-    for name, bn, rw, rx in (("reads", cfg.BN, True, True), ("weight_only", cfg.BN, True, False),
-                             ("x_only", cfg.BN, False, True), ("reads_2bn", 2 * cfg.BN, True, True)):
+    for name, bn, rw, rx, xn in (("reads", cfg.BN, True, True, 16), ("weight_only", cfg.BN, True, False, 16),
+                                 ("x_only", cfg.BN, False, True, 16), ("reads_2bn", 2 * cfg.BN, True, True, 16),
+                                 ("reads_mma", cfg.BN, True, True, cfg.BN)):
         reads[name] = tune.time_config(
-            lambda wt: launch_reads(wt, xw, m, cfg.BK, bn, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx),
+            lambda wt: launch_reads(wt, xw, m, cfg.BK, bn, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx, xn),
             words, replays)
     n_tiles = -(-n // cfg.BN)
     x_l2_bytes = n_tiles * m * k * x_bytes
@@ -159,7 +166,8 @@ def table_traffic(gpu: str, schemes: list[str], ms: list[int]) -> list[dict]:
                 continue
             weight = n * k // 2
             x_l2 = -(-n // cfg["BN"]) * m * k * (2 if scheme == "w4a16" else 1)
-            rows.append({"scheme": scheme, "weight": f"{n}x{k}", "group": kernel_table.group_kind(k, group), "M": m, "BN": cfg["BN"],
+            rows.append({"scheme": scheme, "weight": f"{n}x{k}", "group": kernel_table.group_kind(k, group), "M": m,
+                         "BN": cfg["BN"],
                          "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
                          "x_L2_MB": x_l2 / 1e6, "TBps": (weight + x_l2) / (entry["ms"] * 1e-3) / 1e12})
     return rows
@@ -175,12 +183,13 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| scheme | layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
-             "reads, 2 BN | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 13]
+             "reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 14]
     for r in rows:
         c = r["config"]
         lines.append(f"| {r['scheme']} | {r['layer']} | {r['n']}x{r['k']} | {r['M']} | {c['BN']} x {c['BK']}, "
                      f"{c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
-                     f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
+                     f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | "
+                     f"{r['weight_MB']:.0f} | "
                      f"{r['kernel_us'] / r['reads_us']:.2f} |")
     return "\n".join(lines) + "\n"
 
@@ -217,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
                         r = rows[-1]
                         print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs, reads "
                               f"{r['reads_us']:.1f} (weight {r['weight_only_us']:.1f}, x {r['x_only_us']:.1f}, 2 BN "
-                              f"{r['reads_2bn_us']:.1f}), "
+                              f"{r['reads_2bn_us']:.1f}, + MMA {r['reads_mma_us']:.1f}), "
                               f"{r['reads_TBps']:.2f} TB/s through L2", flush=True)
                         result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                                   "triton": triton.__version__, "elapsed_s": time.monotonic() - t0, "rows": rows}

@@ -9,9 +9,9 @@ gen = torch.Generator().manual_seed(1)
 w = small_int_words(128 // 8 * 6, 48, gen)  # K 768, N 48
 x = small_int_words(7, 768 // 4, gen)  # int8 rows
 ok = []
-for bk, bn, bm, split in [(128, 32, 4, 2), (256, 16, 8, 3), (128, 64, 16, 1), (128, 16, 1, 4)]:
-    ok.append(torch.equal(launch_reads(w, x, 7, bk, bn, bm, split, stages=2, warps=1),
-                          reference_reads(w, x, 7, bk, bn, bm, split)))
+for bk, bn, bm, split, xn in [(128, 32, 4, 2, 16), (256, 16, 8, 3, 16), (128, 64, 16, 1, 64), (128, 16, 1, 4, 16)]:
+    ok.append(torch.equal(launch_reads(w, x, 7, bk, bn, bm, split, stages=2, warps=1, xn=xn),
+                          reference_reads(w, x, 7, bk, bn, bm, split, xn)))
 print("ok" if all(ok) else ok)
 """
 
