@@ -13,7 +13,8 @@ activation re-reads), and with the kernel's tensor-core work on top (``reads_mma
 [BK, BN] tile of ones, no dequantization). Where the real kernel takes little more than ``tile_reads``, the tiles'
 traffic bounds it and only wider N tiles can help; where it takes little more than ``reads_mma``, the MMAs do; where
 it takes more than both, the dequantization and the waits between them do. Times are CUDA-graph replays
-(``tune.time_config``).
+(``tune.time_config``). ``tile_reads.md`` ends with each model's linear stack (the sums over a layer's linears times
+the layer count).
 
 ``--from-table GPU`` needs no GPU: for each committed entry, the weight bytes, the activation bytes its N tiles
 re-read and the rate both imply at the entry's tuned time. ``--smoke`` (with ``TRITON_INTERPRET=1``) checks
@@ -194,6 +195,30 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stack_totals(rows: list[dict]) -> list[dict]:
+    """Per model, scheme, group and M whose every linear was timed: the kernel's, the reads' and the reads + MMA's
+    µs summed over one layer's linears, times the layer count, in ms (what a forward's linears would take)."""
+    stacks: dict[tuple, dict] = {}
+    for r in rows:
+        group = kernel_table.group_kind(r["k"], r["group"])
+        key = (r["model"], r["scheme"], group, r["M"])
+        total = stacks.setdefault(key, {"model": r["model"], "scheme": r["scheme"], "group": group, "M": r["M"],
+                                        "linears": 0, "kernel_ms": 0.0, "reads_ms": 0.0, "reads_mma_ms": 0.0})
+        total["linears"] += 1
+        for name in ("kernel", "reads", "reads_mma"):
+            total[f"{name}_ms"] += r[f"{name}_us"] * r["layers"] / 1e3
+    return [t for t in stacks.values() if t["linears"] == 4]
+
+
+def stacks_markdown(stacks: list[dict]) -> str:
+    lines = ["| model | scheme | group | M | kernel ms | reads ms | reads + MMA ms | kernel - (reads + MMA) ms |",
+             "|" + "---|" * 8]
+    lines += [f"| {t['model']} | {t['scheme']} | {t['group']} | {t['M']} | {t['kernel_ms']:.3f} | "
+              f"{t['reads_ms']:.3f} | {t['reads_mma_ms']:.3f} | {t['kernel_ms'] - t['reads_mma_ms']:.3f} |"
+              for t in stacks]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = smoke_parser(__doc__, "check tile_reads under Triton's interpreter (no GPU)")
     parser.add_argument("--models", nargs="+", default=["llama-3-70b"], choices=sorted(tune.MODELS))
@@ -216,12 +241,12 @@ def main(argv: list[str] | None = None) -> None:
     rows, t0 = [], time.monotonic()
     args.out.mkdir(parents=True, exist_ok=True)
     for model in args.models:
-        shapes, _ = tune.model_shapes(model)
+        shapes, layers = tune.model_shapes(model)
         for scheme in args.schemes:
             for group in args.groups:
                 for m in args.ms:
                     for layer, k, n in shapes:
-                        rows.append({"model": model, "layer": layer,
+                        rows.append({"model": model, "layers": layers, "layer": layer,
                                      **time_layer(scheme, n, k, k if group == -1 else group, m, gpu, args.replays)})
                         r = rows[-1]
                         print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs, reads "
@@ -231,7 +256,7 @@ def main(argv: list[str] | None = None) -> None:
                         result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                                   "triton": triton.__version__, "elapsed_s": time.monotonic() - t0, "rows": rows}
                         (args.out / "tile_reads.json").write_text(json.dumps(result, indent=1))
-    (args.out / "tile_reads.md").write_text(markdown(rows))
+    (args.out / "tile_reads.md").write_text(markdown(rows) + "\n" + stacks_markdown(stack_totals(rows)))
 
 
 if __name__ == "__main__":

@@ -32,3 +32,19 @@ def test_table_traffic_counts_each_n_tiles_activation_reads():
     w4a8 = next(r for r in rows if r["scheme"] == "w4a8" and r["weight"] == "57344x8192" and r["group"] == "g128")
     assert w4a8["x_L2_MB"] == -(-57344 // w4a8["BN"]) * 64 * 8192 / 1e6  # int8 rows
     assert abs(w4a8["TBps"] - (w4a8["weight_MB"] + w4a8["x_L2_MB"]) / w4a8["us"]) < 1e-9  # MB / µs = TB/s
+
+
+def test_stack_totals_sum_a_layers_linears_times_the_layer_count():
+    from benchmarks.bench_tile_reads import stack_totals
+
+    row = dict(model="m", layers=32, scheme="w4a16", M=32)
+    shapes = (("qkv", 4096), ("o", 4096), ("gate_up", 4096), ("down", 14336))
+    rows = [{**row, "layer": name, "k": k, "group": k if per_channel else 128, "kernel_us": 10.0 + i, "reads_us": 8.0,
+             "reads_mma_us": 9.0} for per_channel in (False, True) for i, (name, k) in enumerate(shapes)]
+    rows.append({**row, "M": 64, "layer": "qkv", "k": 4096, "group": 128, "kernel_us": 1.0, "reads_us": 1.0,
+                 "reads_mma_us": 1.0})
+    grouped, channel = stack_totals(rows)  # M = 64 has one linear of four: no stack
+    assert (grouped["group"], channel["group"]) == ("g128", "channel")
+    assert grouped["M"] == 32 and grouped["linears"] == channel["linears"] == 4
+    assert abs(grouped["kernel_ms"] - (10 + 11 + 12 + 13) * 32 / 1e3) < 1e-12
+    assert abs(channel["reads_mma_ms"] - 4 * 9.0 * 32 / 1e3) < 1e-12
