@@ -168,8 +168,7 @@ def table_traffic(gpu: str, schemes: list[str], ms: list[int]) -> list[dict]:
             weight = n * k // 2
             x_l2 = -(-n // cfg["BN"]) * m * k * (2 if scheme == "w4a16" else 1)
             rows.append({"scheme": scheme, "weight": f"{n}x{k}", "group": kernel_table.group_kind(k, group), "M": m,
-                         "BN": cfg["BN"],
-                         "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
+                         "BN": cfg["BN"], "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
                          "x_L2_MB": x_l2 / 1e6, "TBps": (weight + x_l2) / (entry["ms"] * 1e-3) / 1e12})
     return rows
 
@@ -190,8 +189,7 @@ def markdown(rows: list[dict]) -> str:
         lines.append(f"| {r['scheme']} | {r['layer']} | {r['n']}x{r['k']} | {r['M']} | {c['BN']} x {c['BK']}, "
                      f"{c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
                      f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | "
-                     f"{r['weight_MB']:.0f} | "
-                     f"{r['kernel_us'] / r['reads_us']:.2f} |")
+                     f"{r['weight_MB']:.0f} | {r['kernel_us'] / r['reads_us']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
