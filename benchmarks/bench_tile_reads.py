@@ -182,12 +182,12 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| scheme | layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
+    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
              "reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 14]
     for r in rows:
         c = r["config"]
-        lines.append(f"| {r['scheme']} | {r['layer']} | {r['n']}x{r['k']} | {r['M']} | {c['BN']} x {c['BK']}, "
-                     f"{c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
+        lines.append(f"| {r['scheme']} | {r['model']} {r['layer']} | {r['n']}x{r['k']} | {r['M']} | "
+                     f"{c['BN']} x {c['BK']}, {c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
                      f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | "
                      f"{r['weight_MB']:.0f} | {r['kernel_us'] / r['reads_us']:.2f} |")
     return "\n".join(lines) + "\n"
