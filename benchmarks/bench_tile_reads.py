@@ -187,9 +187,10 @@ def markdown(rows: list[dict]) -> str:
     for r in rows:
         c = r["config"]
         lines.append(f"| {r['scheme']} | {r['model']} {r['layer']} | {r['n']}x{r['k']} | {r['M']} | "
-                     f"{c['BN']} x {c['BK']}, {c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | {r['weight_only_us']:.1f} | "
-                     f"{r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | {r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | "
-                     f"{r['weight_MB']:.0f} | {r['kernel_us'] / r['reads_us']:.2f} |")
+                     f"{c['BN']} x {c['BK']}, {c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | "
+                     f"{r['weight_only_us']:.1f} | {r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | "
+                     f"{r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
+                     f"{r['kernel_us'] / r['reads_us']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
