@@ -255,7 +255,9 @@ def main(argv: list[str] | None = None) -> None:
                         result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                                   "triton": triton.__version__, "elapsed_s": time.monotonic() - t0, "rows": rows}
                         (args.out / "tile_reads.json").write_text(json.dumps(result, indent=1))
-    (args.out / "tile_reads.md").write_text(markdown(rows) + "\n" + stacks_markdown(stack_totals(rows)))
+    stacks = stacks_markdown(stack_totals(rows))
+    (args.out / "tile_reads.md").write_text(markdown(rows) + "\n" + stacks)
+    print(stacks)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,6 @@ for sg in ${SCHEMES_GROUPS:-w4a16:128 w4a8:-1}; do
   timeout ${READS_S:-150} python3 -m benchmarks.bench_tile_reads --out "$OUT/${sg/:/_g}" \
     --models ${MODELS:-llama-3-70b} --schemes ${sg%%:*} --groups ${sg##*:} --ms ${MS:-1 32 64} \
     > "$OUT/${sg/:/_g}.log" 2>&1
-  echo "$sg rc $? $(( $(date +%s) - t0 )) s"; grep -E "M=" "$OUT/${sg/:/_g}.log" | cut -c1-200
+  echo "$sg rc $? $(( $(date +%s) - t0 )) s"; grep -E "M=|^\| " "$OUT/${sg/:/_g}.log" | cut -c1-200
 done
 echo "total $(( $(date +%s) - t0 )) s"
