@@ -76,7 +76,7 @@ class TableKey(NamedTuple):
 
 def parse_key(key: str) -> TableKey:
     """The weight a table key names (``shape_key``'s inverse)."""
-    scheme, rest = key.split(":", 1) if key.startswith(("w8a8_int8:", "w4a8:")) else ("w4a16", key)
+    scheme, rest = ("w4a16", key) if key[0].isdigit() else key.split(":", 1)  # shape_key leaves w4a16 unprefixed
     shape, kind, *zp = rest.split(":")
     n, k = map(int, shape.split("x"))
     return TableKey(scheme, n, k, k if kind == "channel" else int(kind[1:]), zp == ["zp"])
