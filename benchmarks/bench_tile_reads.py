@@ -123,6 +123,16 @@ def smoke() -> None:
     print("tile_reads matches the reference (interpreter)")
 
 
+def activation_bytes(scheme: str) -> int:
+    """Bytes per activation element the kernel reads: bf16 rows for W4A16, int8 rows for the int8-activation schemes."""
+    return 2 if scheme == "w4a16" else 1
+
+
+def x_reread_bytes(scheme: str, n: int, k: int, m: int, bn: int) -> int:
+    """The activation bytes a dot-path grid reads from L2: every one of its ceil(N / BN) N tiles reads all [M, K]."""
+    return -(-n // bn) * m * k * activation_bytes(scheme)
+
+
 def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replays: int) -> dict:
     """One shape at M rows: the table's config, the real kernel and the five ``tile_reads`` variants (µs)."""
     kernel = tune.kernel_for(scheme)
@@ -135,8 +145,7 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
     real = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights, replays)
     del weights
     words = [torch.randint(-2**31, 2**31 - 1, (k // 8, n), dtype=torch.int32, device="cuda") for _ in range(copies)]
-    x_bytes = 1 if scheme != "w4a16" else 2
-    xw = torch.randint(-2**31, 2**31 - 1, (m, k * x_bytes // 4), dtype=torch.int32, device="cuda")
+    xw = torch.randint(-2**31, 2**31 - 1, (m, k * activation_bytes(scheme) // 4), dtype=torch.int32, device="cuda")
     bm = 1 if cfg.path == "gemv" else cfg.BM
     reads = {}
     for name, bn, rw, rx, xn in (("reads", cfg.BN, True, True, 16), ("weight_only", cfg.BN, True, False, 16),
@@ -145,8 +154,7 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
         reads[name] = tune.time_config(
             lambda wt: launch_reads(wt, xw, m, cfg.BK, bn, bm, cfg.split, max(2, cfg.stages), cfg.warps, rw, rx, xn),
             words, replays)
-    n_tiles = -(-n // cfg.BN)
-    x_l2_bytes = n_tiles * m * k * x_bytes
+    x_l2_bytes = x_reread_bytes(scheme, n, k, m, cfg.BN)
     return {"scheme": scheme, "n": n, "k": k, "group": group, "M": m, "config": cfg.as_dict(), "source": source,
             "kernel_us": 1e3 * real, **{f"{name}_us": 1e3 * t for name, t in reads.items()},
             "weight_MB": weight_bytes / 1e6, "x_L2_MB": x_l2_bytes / 1e6,
@@ -166,7 +174,7 @@ def table_traffic(gpu: str, schemes: list[str], ms: list[int]) -> list[dict]:
             if m not in ms:
                 continue
             weight = n * k // 2
-            x_l2 = -(-n // cfg["BN"]) * m * k * (2 if scheme == "w4a16" else 1)
+            x_l2 = x_reread_bytes(scheme, n, k, m, cfg["BN"])
             rows.append({"scheme": scheme, "weight": f"{n}x{k}", "group": kernel_table.group_kind(k, group), "M": m,
                          "BN": cfg["BN"], "split": cfg["split"], "us": 1e3 * entry["ms"], "weight_MB": weight / 1e6,
                          "x_L2_MB": x_l2 / 1e6, "TBps": (weight + x_l2) / (entry["ms"] * 1e-3) / 1e12})
