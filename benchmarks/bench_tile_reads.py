@@ -113,13 +113,17 @@ def small_int_words(rows: int, cols: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def smoke() -> None:
-    """``tile_reads`` under the interpreter against ``reference_reads`` on ragged tiles and an uneven split."""
-    gen = torch.Generator().manual_seed(0)
-    w = small_int_words(128 // 8 * 6, 40, gen)  # K 768, N 40
-    x = small_int_words(5, 768 * 2 // 4, gen)  # bf16 rows
-    got = launch_reads(w, x, 5, bk=128, bn=16, bm=4, split=4, stages=2, warps=1)
-    want = reference_reads(w, x, 5, bk=128, bn=16, bm=4, split=4)
-    assert torch.equal(got, want), (got, want)
+    """``tile_reads`` under the interpreter against ``reference_reads``: ragged tiles, uneven splits, one-row M tiles
+    (padded to 16), an MMA-wide activation dot, int8 and bf16 rows."""
+    gen = torch.Generator().manual_seed(1)
+    w = small_int_words(128 // 8 * 6, 48, gen)  # K 768, N 48
+    for m, row_bytes, cases in ((7, 1, [(128, 32, 4, 2, 16), (256, 16, 8, 3, 16), (128, 64, 16, 1, 64),
+                                        (128, 16, 1, 4, 16)]),
+                                (5, 2, [(128, 16, 4, 4, 16)])):
+        x = small_int_words(m, 768 * row_bytes // 4, gen)
+        for bk, bn, bm, split, xn in cases:
+            got = launch_reads(w, x, m, bk, bn, bm, split, stages=2, warps=1, xn=xn)
+            assert torch.equal(got, reference_reads(w, x, m, bk, bn, bm, split, xn)), (m, bk, bn, bm, split, xn)
     print("tile_reads matches the reference (interpreter)")
 
 
