@@ -34,8 +34,8 @@ def _packed(a: int, b: int, dtype: torch.dtype, op) -> int:
 
 
 def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
-    """Execute the prmt.b32 / shr.b32 / lop3.b32 / {sub,mul}.rn.{bf16x2,f16x2} lines of ``asm`` on 32-bit
-    registers."""
+    """Execute the prmt.b32 / shr.b32 / lop3.b32 / mov.b32 / {sub,mul}.rn.{bf16x2,f16x2} / fma.rn.f16x2 lines of
+    ``asm`` on 32-bit registers."""
     regs = dict(inputs)
     value = lambda tok: regs[tok] if tok in regs else int(tok, 0)  # noqa: E731
     for line in asm.splitlines():
@@ -51,6 +51,13 @@ def run_ptx(asm: str, inputs: dict[str, int]) -> dict[str, int]:
             regs[dst] = (vals[0] & MASK32) >> vals[1]
         elif op == "lop3.b32":
             regs[dst] = _lop3(*vals)
+        elif op == "mov.b32":
+            regs[dst] = vals[0]
+        elif op == "fma.rn.f16x2":  # one rounding, as the instruction: the product and sum exact in float64
+            halves = [[_half(v, high, torch.float16) for v in vals] for high in (False, True)]
+            out = [torch.tensor([a * b + c], dtype=torch.float64).to(torch.float16).view(torch.int16).item() & 0xFFFF
+                   for a, b, c in halves]
+            regs[dst] = out[0] | out[1] << 16
         elif op in ("sub.rn.bf16x2", "sub.rn.f16x2", "mul.rn.bf16x2", "mul.rn.f16x2"):
             fn = torch.sub if op.startswith("sub") else torch.mul
             regs[dst] = _packed(*vals, torch.bfloat16 if op.endswith("bf16x2") else torch.float16, fn)
@@ -69,14 +76,17 @@ def _pair(lo: float, hi: float, dtype: torch.dtype) -> int:
     return (bits[0] & 0xFFFF) | (bits[1] & 0xFFFF) << 16
 
 
-@pytest.mark.parametrize("kind,dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
-def test_pair_asm_gives_nibble_minus_zero_point_for_both_words(kind, dtype):
+SUBTRACTING = [("bf16", torch.bfloat16, False), ("fp16", torch.float16, False), ("fp16", torch.float16, True)]
+
+
+@pytest.mark.parametrize("kind,dtype,odd_fma", SUBTRACTING)
+def test_pair_asm_gives_nibble_minus_zero_point_for_both_words(kind, dtype, odd_fma):
     gen = torch.Generator().manual_seed(0)
     words = [0x76543210, 0xFEDCBA98, 0x0F0F0F0F, 0xF0F0F0F0] + torch.randint(0, 2**32, (60,), generator=gen).tolist()
     zeros = [(8, 8), (0, 15), (15, 0)] + torch.randint(0, 16, (29, 2), generator=gen).tolist()
     for a, b, (za, zb) in zip(words[::2], words[1::2], zeros):
         zoff = _pair(OFFSET[kind] + za, OFFSET[kind] + zb, dtype)
-        regs = run_ptx(pair_asm(kind), {"$8": a, "$9": b, "$10": zoff})
+        regs = run_ptx(pair_asm(kind, odd_fma=odd_fma), {"$8": a, "$9": b, "$10": zoff})
         for j in range(8):
             out = regs[f"${j}"]
             assert _half(out, False, dtype) == ((a >> 4 * j) & 0xF) - za, (kind, hex(a), za, j)
@@ -96,15 +106,16 @@ def test_pair_asm_without_subtraction_gives_offset_plus_nibble(kind, dtype):
             assert _half(regs[f"${j}"], True, dtype) == OFFSET[kind] + ((b >> 4 * j) & 0xF), (kind, hex(b), j)
 
 
-@pytest.mark.parametrize("kind,dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16)])
-def test_pair_asm_with_scale_gives_the_scaled_nibble_rounded_once(kind, dtype):
+@pytest.mark.parametrize("kind,dtype,odd_fma", SUBTRACTING)
+def test_pair_asm_with_scale_gives_the_scaled_nibble_rounded_once(kind, dtype, odd_fma):
     gen = torch.Generator().manual_seed(2)
     words = [0x76543210, 0xFEDCBA98] + torch.randint(0, 2**32, (30,), generator=gen).tolist()
     zeros = torch.randint(0, 16, (16, 2), generator=gen).tolist()
     scales = (torch.rand(16, 2, generator=gen) * 0.02 + 1e-4).to(dtype).tolist()
     for a, b, (za, zb), (sa, sb) in zip(words[::2], words[1::2], zeros, scales):
         zoff = _pair(OFFSET[kind] + za, OFFSET[kind] + zb, dtype)
-        regs = run_ptx(pair_asm(kind, scale=True), {"$8": a, "$9": b, "$10": zoff, "$11": _pair(sa, sb, dtype)})
+        regs = run_ptx(pair_asm(kind, scale=True, odd_fma=odd_fma),
+                       {"$8": a, "$9": b, "$10": zoff, "$11": _pair(sa, sb, dtype)})
         for j in range(8):
             want_lo = (torch.tensor(((a >> 4 * j) & 0xF) - za, dtype=dtype) * torch.tensor(sa, dtype=dtype)).item()
             want_hi = (torch.tensor(((b >> 4 * j) & 0xF) - zb, dtype=dtype) * torch.tensor(sb, dtype=dtype)).item()
@@ -118,6 +129,10 @@ def test_pair_asm_makes_two_values_per_instruction():
     offset = [ln for ln in pair_asm("bf16", False).splitlines()
               if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert len(offset) == 16 and not any(ln.startswith("sub") for ln in offset)
+    fp16 = [ln for ln in pair_asm("fp16", odd_fma=True).splitlines()
+            if ln.strip().endswith(";") and not ln.startswith(".reg")]
+    assert sum(ln.startswith("shr") for ln in fp16) == 2  # odd planes read their nibble in place (bits 4-7)
+    assert len(fp16) == 23  # 2 prmt, 2 shifts, 8 lop3, 4 subtractions, 4 fma and the fma's two constants
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the PTX path)")

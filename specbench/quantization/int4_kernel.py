@@ -345,6 +345,9 @@ if triton is not None:
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
                 OFFSET: tl.constexpr = DEQ == 6 or DEQ == 7
+                # fp16's odd planes by fma, 2 shifts a word pair, not 6: 1-7 % faster at M = 32-64 on an H100, up to
+                # 15 % slower on some BM 16 tiles (docs/benchmarks.md, session 45)
+                ODD_FMA: tl.constexpr = BM >= 32
                 COLUMNS: tl.constexpr = DEQ == 7
                 if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
                     # column pair: loads of 16 bits leave Triton's pipeline, and it then moves the tile through shared
@@ -355,12 +358,12 @@ if triton is not None:
                         zoff = (_halves(z_ptr, at, pair_ok, BN, sixteen).to(tl.float32) + off).to(sixteen)
                     else:
                         zoff = tl.full((1, 1), off + 8.0, sixteen)
-                    p = scaled_planes(packed, zoff, _halves(s_ptr, at, pair_ok, BN, sixteen), sixteen, ASM)
+                    p = scaled_planes(packed, zoff, _halves(s_ptr, at, pair_ok, BN, sixteen), sixteen, ASM, ODD_FMA)
                 else:
                     if DEQ >= 4 and not COLUMNS:  # on y.T: s and z (one group, SG = 1) as columns [BN, 1]
                         z, s = tl.reshape(z, (BN, 1)), tl.reshape(s, (BN, 1))
                     zoff = tl.zeros((1, 1), sixteen) if OFFSET else (z + off).to(sixteen)
-                    p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET)
+                    p = planes(packed, zoff, sixteen, ASM, SUBTRACT=not OFFSET, ODD_FMA=ODD_FMA)
                 xrow, xm = x_ptr + rows[:, None] * stride_xm, row_ok[:, None]
                 if DEQ == 9:  # the planes carry the scale: the product needs no work before it is subtracted
                     xt = tl.load(xrow + k0 + tl.arange(0, BK)[None, :], mask=xm, other=0.0)
