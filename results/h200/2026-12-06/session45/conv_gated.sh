@@ -10,5 +10,5 @@ BASE=base_head ROUNDS=${ROUNDS:-2} TIMEOUT_S=75 bash benchmarks/same_run.sh gate
   --models llama-3-70b llama-3-8b --backends triton --schemes w4a16 --dtype float16 --ms 1 16 32 64 --no-dense \
   --budget-s 60
 for f in "$OUT"/gated_*; do [ -d "$f" ] && python3 -c "import json, sys; [print(sys.argv[2], r['model'], r['M'], round(r['stack_ms'], 3), round(r['ratio_to_M1'], 3), {k: round(v * 1e3, 2) for k, v in r['per_shape_ms'].items()}) for r in json.load(open(sys.argv[1]))['rows'] if r['backend'] == 'triton']" "$f/quant_linear.json" "$(basename $f)"; done
-rm -f "$OUT"/gated_*/*.png; tar czf "$OUT/res.tgz" -C "$OUT" $(cd "$OUT" && ls -d gated_*) 2>/dev/null && rm -rf "$OUT"/gated_*
+rm -f "$OUT"/gated_*/*.png; tar czf "$OUT/gated.tgz" -C "$OUT" $(cd "$OUT" && ls -d gated_*) 2>/dev/null && rm -rf "$OUT"/gated_*
 echo "total $(( $(date +%s) - t0 )) s"
