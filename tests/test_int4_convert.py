@@ -133,6 +133,9 @@ def test_pair_asm_makes_two_values_per_instruction():
             if ln.strip().endswith(";") and not ln.startswith(".reg")]
     assert sum(ln.startswith("shr") for ln in fp16) == 2  # odd planes read their nibble in place (bits 4-7)
     assert len(fp16) == 23  # 2 prmt, 2 shifts, 8 lop3, 4 subtractions, 4 fma and the fma's two constants
+    # bf16's 7-bit mantissa cannot hold 16 q, and planes without a subtraction gain nothing: both keep the shifts
+    assert pair_asm("bf16", odd_fma=True) == pair_asm("bf16")
+    assert pair_asm("fp16", subtract=False, odd_fma=True) == pair_asm("fp16", subtract=False)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the PTX path)")
