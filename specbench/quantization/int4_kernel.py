@@ -345,8 +345,8 @@ if triton is not None:
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
                 OFFSET: tl.constexpr = DEQ == 6 or DEQ == 7
-                # fp16's odd planes by fma, 2 shifts a word pair, not 6: the W4A16 stacks 1-3 % faster at M = 32-64 on an
-                # H100, but four BM 16 tiles 9-15 % slower (docs/benchmarks.md, session 45)
+                # fp16's odd planes by fma, 2 shifts a word pair, not 6: the W4A16 stacks 1-3 % faster at M = 32-64
+                # on an H100, but four BM 16 tiles 9-15 % slower (docs/benchmarks.md, session 45)
                 ODD_FMA: tl.constexpr = BM >= 32
                 COLUMNS: tl.constexpr = DEQ == 7
                 if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
