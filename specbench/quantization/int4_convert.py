@@ -40,25 +40,29 @@ def pair_asm(kind: str, subtract: bool = True, scale: bool = False, odd_fma: boo
     magic = MAGIC[kind]
     odd_fma = odd_fma and kind == "fp16" and subtract
     lines = [f"prmt.b32 wlo, $8, $9, {SELECT_LO:#06x};", f"prmt.b32 whi, $8, $9, {SELECT_HI:#06x};"]
+    regs = "wlo, whi, wsh"
     if odd_fma:
-        lines += [f"mov.b32 c, {FP16_960:#010x};", "sub.rn.f16x2 nz, c, $10;", f"mov.b32 c, {FP16_SIXTEENTH:#010x};"]
+        regs += ", nz, sixteenth"
+        lines += [f"mov.b32 nz, {FP16_960:#010x};", "sub.rn.f16x2 nz, nz, $10;",
+                  f"mov.b32 sixteenth, {FP16_SIXTEENTH:#010x};"]
+    shifted = None  # (half, shift) now in wsh
     for j in range(8):
         src = "wlo" if j < 4 else "whi"
-        shift = 8 * (j % 4 // 2) if odd_fma else 4 * (j % 4)
-        if shift and (j % 2 == 0 or not odd_fma):
-            lines.append(f"shr.b32 wsh, {src}, {shift};")
+        in_place = odd_fma and j % 2 == 1  # the nibble read at bits 4-7
+        shift = 4 * (j % 4 - in_place)
         if shift:
+            if shifted != (src, shift):
+                lines.append(f"shr.b32 wsh, {src}, {shift};")
+                shifted = (src, shift)
             src = "wsh"
-        if odd_fma and j % 2:
-            lines.append(f"lop3.b32 ${j}, {src}, {MASK << 4:#010x}, {magic:#010x}, {LUT:#04x};")
-            lines.append(f"fma.rn.f16x2 ${j}, ${j}, c, nz;")
-        else:
-            lines.append(f"lop3.b32 ${j}, {src}, {MASK:#010x}, {magic:#010x}, {LUT:#04x};")
-            if subtract:
-                lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
+        lines.append(f"lop3.b32 ${j}, {src}, {(MASK << 4 if in_place else MASK):#010x}, {magic:#010x}, {LUT:#04x};")
+        if in_place:
+            lines.append(f"fma.rn.f16x2 ${j}, ${j}, sixteenth, nz;")
+        elif subtract:
+            lines.append(f"sub.rn.{SUB[kind]} ${j}, ${j}, $10;")
         if scale:
             lines.append(f"mul.rn.{SUB[kind]} ${j}, ${j}, $11;")
-    return "{\n.reg .b32 wlo, whi, wsh, c, nz;\n" + "\n".join(lines) + "\n}"
+    return "{\n.reg .b32 " + regs + ";\n" + "\n".join(lines) + "\n}"
 
 
 try:
@@ -113,10 +117,9 @@ if triton is not None:
         broadcast over ``packed``; off 128 bf16, 1024 fp16). ``SUBTRACT=False``: plane j = off + nibble j, with
         ``zoff`` 0 (the PTX has no subtraction and leaves ``zoff`` unread). ``ODD_FMA``: fp16's odd planes
         through ``pair_asm``'s fma (the same values, fewer instructions)."""
-        if ASM and SUBTRACT and sixteen == tl.float16 and ODD_FMA:
-            return _asm_planes(packed, zoff, _ASM_FP16_ODD)
-        elif ASM and SUBTRACT:
-            return _asm_planes(packed, zoff, _ASM_BF16 if sixteen == tl.bfloat16 else _ASM_FP16)
+        if ASM and SUBTRACT:
+            return _asm_planes(packed, zoff,
+                               _ASM_BF16 if sixteen == tl.bfloat16 else (_ASM_FP16_ODD if ODD_FMA else _ASM_FP16))
         elif ASM:
             return _asm_planes(packed, zoff, _ASM_BF16_OFF if sixteen == tl.bfloat16 else _ASM_FP16_OFF)
         else:
