@@ -121,9 +121,12 @@ INTERPRETED = textwrap.dedent("""
 
     # tune's check of a candidate (CPU here): RTN weight, fresh activations, M and M - 1
     from specbench.quantization.tune import A8
-    for scheme, group, m, cfg in (("w8a8_int8", 256, 1, C("gemv", 16, 128, split=2)),
-                                  ("w4a8", 128, 1, C("gemv", 32, 64)), ("w4a8", 256, 17, C("dot", 16, 64, split=2))):
-        tuner = A8(scheme, "cpu")
+    for scheme, group, m, cfg, dtype in (("w8a8_int8", 256, 1, C("gemv", 16, 128, split=2), torch.bfloat16),
+                                         ("w4a8", 128, 1, C("gemv", 32, 64), torch.float16),
+                                         ("w4a8", 256, 17, C("dot", 16, 64, split=2), torch.bfloat16)):
+        tuner = A8(scheme, "cpu", dtype)
+        assert tuner.launch(cfg, tuner.inputs(m, 256), tuner.weight(32, 256, group, 0), group,
+                            torch.zeros(64, dtype=torch.int32)).dtype == dtype
         errors = tuner.errors(cfg, 32, 256, group, m)
         assert len(errors) == (2 if cfg.path == "dot" else 1) and max(errors) < tuner.tolerance, (scheme, cfg, errors)
 
@@ -246,14 +249,14 @@ def test_a8_table_keys_and_heuristics():
 
 
 def test_tune_candidates_fit_every_shipped_shape():
-    from specbench.quantization.tune import KERNELS, model_shapes
+    from specbench.quantization.tune import kernel_for, model_shapes
 
     for model in ("llama-3-8b", "llama-3-70b"):
         for _, k, n in model_shapes(model)[0]:
             for scheme, group in (("w8a8_int8", k), ("w4a8", k), ("w4a8", 128)):
                 bits = get_scheme(scheme).bits
                 for m in (1, 16, 64):
-                    cands = KERNELS[scheme].candidates(n, k, group, m)
+                    cands = kernel_for(scheme).candidates(n, k, group, m)
                     assert cands[0] == kernel_table.heuristic_a8(n, k, group, m, bits, hopper=True) and len(cands) >= 8
                     assert all(check_shape(n, k, group, bits, c) is None for c in cands), (scheme, n, k, m)
                     assert {c.path for c in cands} == ({"gemv", "dot"} if m == 1 else {"dot"})

@@ -2,7 +2,7 @@
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
         [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--zero-points]
-        [--around-entry]
+        [--around-entry] [--dtype float16]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
@@ -11,7 +11,9 @@ the int8-activation kernels on pre-quantized activations, since the activation-q
 candidate); the fastest goes into
 ``specbench/quantization/tables/<gpu>.json`` with its time and the heuristic's, so the table records what it
 gained, if it agrees with an fp32 matmul of the dequantized weight (and, for int8 activations, the per-token
-fake-quantized input) on fresh random data. The five fastest are timed again, three rounds in turn, and the
+fake-quantized input) on fresh random data. Activations, scales and outputs are in ``--dtype`` (float16 by default,
+as SpecMQuant's low-bit runs; the fp16 and bf16 builds of a config differ, ``int4_convert``), and each entry
+records it. The five fastest are timed again, three rounds in turn, and the
 fastest median wins. ``--zero-points`` times w4a16 weights with zero points (AWQ, asymmetric GPTQ) into entries of
 their own (``kernel_table``), the symmetric weight's entry among the candidates. Work runs bucket by bucket (M = 1
 for every shape first); a shape whose candidates outlast ``--budget-s`` keeps the best of those timed (the
@@ -175,10 +177,10 @@ def final_round(timed: list[tuple[float, object]], runner, weights: list[tuple],
     return min(((statistics.median(times[i]), cfg) for i, (_, cfg) in enumerate(best)), key=lambda t: t[0])
 
 
-def random_weight(n: int, k: int, group: int, device: str, seed: int) -> tuple:
+def random_weight(n: int, k: int, group: int, device: str, seed: int, dtype: torch.dtype = torch.bfloat16) -> tuple:
     gen = torch.Generator(device=device).manual_seed(seed)
     packed = blocked(torch.randint(-2**31, 2**31 - 1, (k // 8, n), device=device, dtype=torch.int32, generator=gen))
-    scales = (torch.rand(k // group, n, device=device, generator=gen) * 1e-2 + 1e-3).to(torch.bfloat16)
+    scales = (torch.rand(k // group, n, device=device, generator=gen) * 1e-2 + 1e-3).to(dtype)
     return packed, scales
 
 
@@ -208,12 +210,13 @@ def time_config(run_one, weights: list[tuple], replays: int) -> float:
     return statistics.median(times)
 
 
-def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool, seed: int = 1) -> float:
+def rel_error(cfg: KernelConfig, n: int, k: int, group: int, m: int, asym: bool, dtype: torch.dtype,
+              seed: int = 1) -> float:
     """||kernel - fp32 dequantized matmul|| / ||reference|| on fresh random codes, scales and (asym) zero points."""
-    packed, scales = random_weight(n, k, group, "cuda", seed)
+    packed, scales = random_weight(n, k, group, "cuda", seed, dtype)
     gen = torch.Generator(device="cuda").manual_seed(seed + 1)
-    zeros = torch.randint(0, 16, scales.shape, device="cuda", generator=gen).to(scales.dtype) if asym else None
-    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=gen)
+    zeros = torch.randint(0, 16, scales.shape, device="cuda", generator=gen).to(dtype) if asym else None
+    x = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
     counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     y = launch(x, packed, scales, zeros, counters, group, cfg).float()
     q = torch.empty(k, n, device="cuda")
@@ -229,8 +232,8 @@ class W4A16:
 
     scheme, bits, tolerance, config = "w4a16", 4, 1e-2, KernelConfig
 
-    def __init__(self, zero_points: bool = False):
-        self.zero_points = zero_points
+    def __init__(self, zero_points: bool = False, dtype: torch.dtype = torch.bfloat16):
+        self.zero_points, self.dtype = zero_points, dtype
 
     def candidates(self, n, k, group, m):
         return candidates(n, k, group, m)
@@ -239,21 +242,21 @@ class W4A16:
         return check_shape(n, k, group, cfg) is None
 
     def weight(self, n, k, group, seed):
-        packed, scales = random_weight(n, k, group, "cuda", seed)
+        packed, scales = random_weight(n, k, group, "cuda", seed, self.dtype)
         if not self.zero_points:
             return packed, scales, None
         gen = torch.Generator(device="cuda").manual_seed(seed + 1)
         return packed, scales, torch.randint(0, 16, scales.shape, device="cuda", generator=gen).to(scales.dtype)
 
     def inputs(self, m, k):
-        return torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        return torch.randn(m, k, device="cuda", dtype=self.dtype)
 
     def launch(self, cfg, x, weight, group, counters):
         return launch(x, *weight, counters, group, cfg)
 
     def errors(self, cfg, n, k, group, m):
-        return [rel_error(cfg, n, k, group, mm, asym) for mm in {m, max(1, m - 1)} if cfg.path == "dot" or mm == 1
-                for asym in (False, True)]
+        return [rel_error(cfg, n, k, group, mm, asym, self.dtype) for mm in {m, max(1, m - 1)}
+                if cfg.path == "dot" or mm == 1 for asym in (False, True)]
 
 
 class A8:
@@ -262,8 +265,8 @@ class A8:
 
     config = A8Config
 
-    def __init__(self, scheme: str, device: str = "cuda"):
-        self.scheme, self.bits, self.device = scheme, SCHEMES[scheme].bits, device
+    def __init__(self, scheme: str, device: str = "cuda", dtype: torch.dtype = torch.bfloat16):
+        self.scheme, self.bits, self.device, self.dtype = scheme, SCHEMES[scheme].bits, device, dtype
         self.tolerance = 5e-3 if self.bits == 8 else 1e-2
 
     def candidates(self, n, k, group, m):
@@ -281,10 +284,10 @@ class A8:
         return codes if self.bits == 8 else codes.view(torch.uint8), ws, gs
 
     def inputs(self, m, k):
-        return quantize_per_token(torch.randn(m, k, device=self.device, dtype=torch.bfloat16))
+        return quantize_per_token(torch.randn(m, k, device=self.device, dtype=self.dtype))
 
     def launch(self, cfg, x, weight, group, counters):
-        return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, torch.bfloat16)
+        return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, self.dtype)
 
     def errors(self, cfg, n, k, group, m, seed=1):
         """Rel. errors against fp32 ``fake_quant(x) @ dequantized W.T`` on an RTN weight, at M (and M - 1)."""
@@ -297,27 +300,26 @@ class A8:
         counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device=self.device)
         out = []
         for mm in {m, max(1, m - 1)} if cfg.path == "dot" else {1}:
-            x = torch.randn(mm, k, device=self.device, dtype=torch.bfloat16, generator=gen)
+            x = torch.randn(mm, k, device=self.device, dtype=self.dtype, generator=gen)
             y = int8_kernel.matmul(x, *packed, counters, self.bits, group, cfg).float()
             ref = fake_quant_act(x.float(), "int8") @ dense.t()
             out.append(((y - ref).norm() / ref.norm()).item())
         return out
 
 
-KERNELS = {"w4a16": W4A16(), "w8a8_int8": A8("w8a8_int8"), "w4a8": A8("w4a8")}
+def kernel_for(scheme: str, zero_points: bool = False, dtype: torch.dtype = torch.bfloat16):
+    """The kernel ``main`` times for ``scheme`` in ``dtype``; ``zero_points``: w4a16 on weights with zero points."""
+    if scheme == "w4a16":
+        return W4A16(zero_points, dtype)
+    return A8(scheme, dtype=dtype)
 
 
-def kernel_for(scheme: str, zero_points: bool = False):
-    """The kernel ``main`` times for ``scheme``; ``zero_points``: w4a16 on weights with zero points."""
-    return W4A16(zero_points=True) if zero_points else KERNELS[scheme]
-
-
-def _compile(tasks: list[tuple[str, bool, object, int, int]]) -> int:
-    """(worker) Run each (scheme, zero points, config, group, M) once on a small weight of the same group kind:
-    fills Triton's disk cache."""
+def _compile(tasks: list[tuple[str, bool, object, int, int, str]]) -> int:
+    """(worker) Run each (scheme, zero points, config, group, M, dtype name) once on a small weight of the same group
+    kind: fills Triton's disk cache."""
     done = 0
-    for scheme, zero_points, cfg, group_kind_k, m in tasks:
-        kernel = kernel_for(scheme, zero_points)
+    for scheme, zero_points, cfg, group_kind_k, m, dtype in tasks:
+        kernel = kernel_for(scheme, zero_points, getattr(torch, dtype))
         k = max(4096, 16 * cfg.BK)
         group = k if group_kind_k == -1 else group_kind_k
         n = 4 * cfg.BN
@@ -382,13 +384,15 @@ def main(argv: list[str] | None = None) -> dict:
                         "entries (NxK:<group kind>:zp)")
     parser.add_argument("--around-entry", action="store_true", help="time only the heuristic's config, the current "
                         "entry and its neighbours (one field a step away: ``neighbours``) where there is an entry")
+    parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"],
+                        help="activations, scales and outputs (default: float16, as SpecMQuant's low-bit runs)")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
     args = parser.parse_args(argv)
     if args.zero_points and args.schemes != ["w4a16"]:
         parser.error("--zero-points times the w4a16 kernel only: add --schemes w4a16")
-    t0 = time.monotonic()
+    t0, dtype = time.monotonic(), getattr(torch, args.dtype)
     found = kernel_table.gpu_key()
     if found != args.gpu:
         parser.error(f"--gpu {args.gpu} but this process sees {torch.cuda.get_device_name() if found else 'no'} GPU")
@@ -410,7 +414,7 @@ def main(argv: list[str] | None = None) -> dict:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
         regresses; an entry the kernel can no longer run is dropped); besides the heuristic's config and the entry,
         only candidates of ``--paths`` and, for w4a16 with ``--deq``, dot candidates of those modes."""
-        kernel = kernel_for(scheme, args.zero_points)
+        kernel = kernel_for(scheme, args.zero_points, dtype)
         # what such a weight runs today: this table's entry, else the committed one the GPU runs (its sibling's where
         # its own table lacks it; with zero points: the symmetric weight's entry where it has none)
         entry = (kernel_table.weight_entries(table["entries"], n, k, group, scheme, args.zero_points).get(str(m))
@@ -426,7 +430,8 @@ def main(argv: list[str] | None = None) -> dict:
             cands = [cands[0], current, *(c for c in near if c != current)]
         return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None)
 
-    tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16)
+    tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16,
+                                args.dtype)
                                for s, n, k, g, m in work
                                for c in timed_candidates(s, n, k, k if g == -1 else g, m)))
     if args.workers > 0:
@@ -438,7 +443,7 @@ def main(argv: list[str] | None = None) -> dict:
         if time.monotonic() - t0 > args.budget_s:
             table["errors"].append(f"budget spent before {work_label(scheme, n, k, g, m, args.zero_points)}")
             break
-        kernel, group = kernel_for(scheme, args.zero_points), k if g == -1 else g
+        kernel, group = kernel_for(scheme, args.zero_points, dtype), k if g == -1 else g
         if (scheme, n, k, group) not in weights_of:
             weights_of.clear()
             torch.cuda.empty_cache()
@@ -476,7 +481,7 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         table["entries"].setdefault(key, {})[str(m)] = {
             "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
-            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors)}
+            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors), "dtype": args.dtype}
         per_path = {path: min(t for t, c in timed if c.path == path)
                     for path in dict.fromkeys(c.path for _, c in timed)}
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "

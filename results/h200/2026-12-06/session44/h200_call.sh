@@ -12,7 +12,7 @@ cp $TABLE "$OUT/$GPU.json"
 tune() {  # seconds, then tune's own arguments
   local s=$1; shift
   timeout $s python3 -m specbench.quantization.tune --gpu $GPU --schemes w4a8 --models llama-3-70b --workers 14 \
-    --budget-s $(( s - 25 )) --out "$OUT/$GPU.json" "$@" >> "$OUT/tune.log" 2>&1
+    --budget-s $(( s - 25 )) --dtype bfloat16 --out "$OUT/$GPU.json" "$@" >> "$OUT/tune.log" 2>&1
   echo "tune $* rc $? $(( $(date +%s) - t0 )) s"
 }
 tune ${TUNE_S:-170} --buckets 64 32 --groups 128
