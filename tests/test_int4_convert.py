@@ -217,3 +217,15 @@ def test_programs_per_sm_follow_the_register_and_shared_memory_allocation():
     assert programs_per_sm(168, 0, 4)["registers"] == 3 and programs_per_sm(182, 0, 4)["registers"] == 2
     assert programs_per_sm(32, 115 * 1024, 4)["shared"] == 1  # two would need 232 KB with the driver's 1 KB each
     assert programs_per_sm(32, 0, 8)["warps"] == 8
+
+
+def test_odd_planes_by_fma_only_on_the_tiles_that_measured_faster():
+    from specbench.quantization.int4_kernel import KernelConfig, odd_fma
+
+    def tile(bn, bm, warps, path="dot"):
+        return KernelConfig(path, bn, 128, BM=bm, warps=warps)
+
+    assert odd_fma(tile(64, 32, 4)) and odd_fma(tile(128, 64, 8))  # BM >= 32: every tile
+    assert odd_fma(tile(128, 16, 4)) and odd_fma(tile(256, 16, 4))  # BM 16, 128-256 rows a warp group
+    assert not odd_fma(tile(64, 16, 4)) and not odd_fma(tile(128, 16, 8))  # BM 16, 64 rows a warp group
+    assert not odd_fma(tile(256, 1, 8, "gemv"))  # the gemv path makes no planes

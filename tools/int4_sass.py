@@ -23,7 +23,7 @@ import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
-from specbench.quantization.int4_kernel import w4a16_kernel
+from specbench.quantization.int4_kernel import KernelConfig, odd_fma, w4a16_kernel
 from specbench.wgmma_guard import loops
 
 POINTERS = ("x_ptr", "w_ptr", "s_ptr", "z_ptr", "y_ptr", "part_ptr", "count_ptr")
@@ -52,7 +52,9 @@ def compile_sm90(args):
     const = dict(GROUP=args.BK if args.channel else 128, CHANNEL=args.channel, HAS_ZEROS=args.zeros,
                  SPLIT_K=not args.whole_k, GEMV=args.gemv, BM=1 if args.gemv else args.BM, BN=args.BN, BK=args.BK,
                  DEQ=args.deq, P=128, ASM=True, WB=16, UNIT=args.BK, UNEVEN=args.uneven,
-                 SCALES_AHEAD=args.scales_ahead)
+                 SCALES_AHEAD=args.scales_ahead,
+                 ODD_FMA=odd_fma(KernelConfig("gemv" if args.gemv else "dot", args.BN, args.BK, BM=args.BM,
+                                              warps=args.warps)))
     sig.update({name: "constexpr" for name in const})
     divisible = [i for i, name in enumerate(sig) if name in POINTERS or name in INTS[1:]]
     src = ASTSource(fn=w4a16_kernel, signature=sig, constexprs=const,

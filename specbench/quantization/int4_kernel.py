@@ -105,6 +105,14 @@ class KernelConfig(TileConfig):
         return self.path == "gemv" or (self.path == "dot" and self.DEQ == GROUP_COLUMNS)
 
 
+def odd_fma(cfg: KernelConfig) -> bool:
+    """Whether fp16's odd nibble planes are made by one fma (``int4_convert.pair_asm``): at BM >= 32, and at BM 16
+    where each warp group holds at least 128 weight rows (BN >= 32 x warps). Measured on an H100 (docs/benchmarks.md,
+    session 45), it made the BM 16 tiles of 128-256 rows a warp group 0.4-2.1 % faster and those of 64 rows 9-15 %
+    slower."""
+    return cfg.path == "dot" and (cfg.BM >= 32 or cfg.BN >= 32 * cfg.warps)
+
+
 def block_rows(k: int, group: int) -> int:
     """P, the inputs per interleaved block of the packing: 128, or the group size below 128."""
     return min(128, group, k)
@@ -272,7 +280,7 @@ if triton is not None:
                      GROUP: tl.constexpr, CHANNEL: tl.constexpr, HAS_ZEROS: tl.constexpr, SPLIT_K: tl.constexpr,
                      GEMV: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, DEQ: tl.constexpr,
                      P: tl.constexpr, ASM: tl.constexpr, UNIT: tl.constexpr, UNEVEN: tl.constexpr,
-                     SCALES_AHEAD: tl.constexpr):
+                     SCALES_AHEAD: tl.constexpr, ODD_FMA: tl.constexpr):
         pid_n, pid_m = tl.program_id(0), tl.program_id(1)
         cols = pid_n * BN + tl.arange(0, BN)
         col_ok = cols < N
@@ -345,9 +353,6 @@ if triton is not None:
             elif DEQ >= 3:  # nibble planes of the exact q - z (6: off + q), made two per instruction on CUDA
                 off = _offset16(tl.zeros((1, 1), tl.int32), sixteen)[1]
                 OFFSET: tl.constexpr = DEQ == 6 or DEQ == 7
-                # fp16's odd planes by fma, 2 shifts a word pair, not 6: the W4A16 stacks 1-3 % faster at M = 32-64
-                # on an H100, but four BM 16 tiles 9-15 % slower (docs/benchmarks.md, session 45)
-                ODD_FMA: tl.constexpr = BM >= 32
                 COLUMNS: tl.constexpr = DEQ == 7
                 if DEQ == 9:  # the group's scales (and zero points) as [BN, 1], each read in the 32-bit word of its
                     # column pair: loads of 16 bits leave Triton's pipeline, and it then moves the tile through shared
@@ -470,6 +475,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
         ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven), SCALES_AHEAD=cfg.scales_ahead,
+        ODD_FMA=odd_fma(cfg),
         num_warps=cfg.warps, num_stages=cfg.stages,
     )
     wgmma_guard.check(compiled, lambda: f"the Triton W4A16 kernel with {cfg} on [{n}, {k}], group {group}")
