@@ -10,6 +10,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 BASE=base_gate ROUNDS=1 TIMEOUT_S=75 bash benchmarks/same_run.sh gate python3 -m benchmarks.bench_quant_linear \
   --models llama-3-70b llama-3-8b --backends triton --schemes w4a16 --dtype float16 --ms 1 4 16 --no-dense --budget-s 60
 for f in "$OUT"/gate_*1; do python3 -c "import json, sys; [print(sys.argv[2], r['model'], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 2) for k, v in r['per_shape_ms'].items()}) for r in json.load(open(sys.argv[1]))['rows'] if r['backend'] == 'triton']" "$f/quant_linear.json" "$(basename $f)"; done
+rm -f "$OUT"/gate_*/*.png; (cd "$OUT" && tar czf gate.tgz $(ls -d gate_*) && rm -rf gate_*)
 timeout 90 python3 - <<'PY'
 import json, torch
 from specbench.quantization.int4_kernel import KernelConfig, odd_fma
@@ -30,5 +31,5 @@ BASE=base_gate ROUNDS=1 TIMEOUT_S=170 bash benchmarks/same_run.sh loop python3 -
   --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer --intermediate \
   llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 --methods ar,hierspec --repeats 2
 for f in "$OUT"/loop_*1; do echo "== $f"; grep -E "^\| (ar|hierspec) " "$f"/bench_sd_loop.md; grep -E "^- hierspec:" "$f".log | cut -c1-200; done
-cd "$OUT" && tar czf res.tgz $(ls -d loop_* gate_* 2>/dev/null) && rm -rf loop_* gate_*; ls
+cd "$OUT" && tar czf loop.tgz $(ls -d loop_* 2>/dev/null) && rm -rf loop_*; ls
 echo "total $(( $(date +%s) - t0 )) s"
