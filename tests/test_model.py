@@ -330,3 +330,53 @@ def test_unknown_compile_scope_is_refused_with_the_allowed_values():
         check_engine(EngineConf(compile_scope="layer"))
     with pytest.raises(ValueError, match="compile_scope='block'"):
         ForwardRunner(load_model("tiny-draft", dtype=torch.float32), 16, compile=True, compile_scope="block")
+
+
+class _SplitSums(torch.nn.Module):
+    """A dense linear that leaves its output as partial sums over three K ranges (``QuantLinear.partials``' form)."""
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        self.linear = linear
+
+    def forward(self, x):
+        return self.linear(x)
+
+    def partials(self, x):
+        w = self.linear.weight
+        return torch.stack([xs @ ws.t() for xs, ws in zip(x.float().chunk(3, -1), w.float().chunk(3, -1))])
+
+
+def _leave_sums_to_consumers(model):
+    for layer in model.model.layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        attn.o_proj, mlp.gate_up, mlp.down_proj = (_SplitSums(m) for m in (attn.o_proj, mlp.gate_up, mlp.down_proj))
+
+
+@pytest.mark.parametrize("compile_scope", [None, pytest.param("layer", marks=pytest.mark.slow)])
+def test_split_k_partials_left_to_the_consumers_give_the_same_forward(compile_scope):
+    """o_proj, gate/up and down leaving float32 partial sums (as the Triton W4A16 kernel does in a compiled forward on
+    a GPU): the norms, SiLU, the next layer's residual add, the final norm and the EAGLE-3 feature rows add them,
+    and the forward is the plain one's; the partials differ from the output, so a consumer that skipped the sum
+    would fail."""
+    from specbench.decoding.forward import ForwardRunner
+
+    model = load_model("tiny-target", dtype=torch.float32)
+    ids = torch.randint(0, model.config.vocab_size, (3,), generator=torch.Generator().manual_seed(1))
+    pos = torch.arange(ids.numel())
+
+    def hidden_with_features():
+        model.setup_cache(16)
+        return model(ids[None], pos, pos, causal_mask(0, ids.numel(), 16, "cpu"))
+
+    model.feature_layers = (0, 3)
+    plain, plain_features = _forward_logits(ForwardRunner(model, 16), ids), hidden_with_features()
+    x = torch.randn(2, model.config.hidden_size)
+    o_proj = model.model.layers[0].self_attn.o_proj
+    _leave_sums_to_consumers(model)
+    parts = model.model.layers[0].self_attn.o_proj.partials(x)
+    assert parts.shape[0] == 3 and (parts[0] - o_proj(x)).abs().max() > 1e-3
+    torch.testing.assert_close(hidden_with_features(), plain_features, rtol=1e-4, atol=1e-4)
+    torch._dynamo.reset()
+    runner = ForwardRunner(model, 16, compile=compile_scope is not None, compile_scope=compile_scope)
+    torch.testing.assert_close(_forward_logits(runner, ids), plain, rtol=1e-4, atol=1e-4)

@@ -27,7 +27,7 @@ INTERPRETED = textwrap.dedent("""
     import torch
     from specbench.quantization import QuantLinear, get_scheme, quantize_rtn
     from specbench.quantization.backends import BACKENDS
-    from specbench.quantization.backends.triton_int4 import Int4Triton
+    from specbench.quantization.backends.triton_int4 import Int4Triton, w4a16_mm_partials
     from specbench.quantization.formats import read_awq, read_compressed, read_gptq
     from specbench.quantization.int4_kernel import KernelConfig as C
     from tests.test_quant_checkpoints import awq_tensors, ct_packed_tensors, gptq_tensors, random_int4
@@ -50,6 +50,13 @@ INTERPRETED = textwrap.dedent("""
         y = fast(x)
         assert y.dtype == dtype and y.shape == (m, qw.shape[0])
         assert int(fast.kernel.counters.abs().sum()) == 0, "split-K counters must be left at zero"
+        k = fast.kernel
+        config, _ = k.config(m)
+        if config[3] > 1:  # the same launch with the sum left to the caller: every split's partial, counters untouched
+            parts = w4a16_mm_partials(x, k.packed, k.scales, k.zeros, k.counters, k.group, config)
+            assert parts.dtype == torch.float32 and parts.shape == (config[3], m, qw.shape[0])
+            assert int(k.counters.abs().sum()) == 0
+            assert rel(parts.sum(0), y) < 1e-2 and rel(parts[0], y) > 0.05
         return rel(y, ref(x.float()))
 
     torch.manual_seed(0)

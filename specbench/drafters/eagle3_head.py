@@ -35,7 +35,7 @@ from specbench.drafters.eagle_head import PEAKED_LOGIT_STD, DraftHead, EagleHead
 from specbench.model.config import ModelConfig
 from specbench.model.loading import fill_random, resolve_checkpoint
 from specbench.model.rope import rope_inv_freq
-from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer
+from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer, settle
 
 OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's 8B EAGLE-3 head; what a random head uses
 
@@ -62,7 +62,7 @@ class Eagle3Layer(nn.Module):
     def forward(self, embeds, feature, cos, sin, cache, slots, mask):
         x = torch.cat([self.input_layernorm(embeds), self.hidden_norm(feature)], dim=-1)
         x = feature + self.self_attn(x, cos, sin, cache, slots, mask)
-        return x + self.mlp(self.post_attention_layernorm(x))
+        return x + settle(self.mlp(self.post_attention_layernorm(x)), x)
 
 
 class Eagle3Head(DraftHead):

@@ -22,7 +22,7 @@ from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
 from specbench.model.rope import rope_inv_freq, rope_tables
-from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer
+from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer, settle
 
 
 class EagleHeadError(ValueError):
@@ -90,7 +90,7 @@ class EagleHead(DraftHead):
         x = self.fc(torch.cat([self.embed_tokens(input_ids), features.to(self.fc.weight.dtype)], dim=-1))
         cos, sin = self.rope(positions, x.dtype)
         x, delta = self.layers[0](x, cos, sin, self.cache, slots, mask, regions)
-        return x + delta
+        return x + settle(delta, x)
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.lm_head(hidden).float()

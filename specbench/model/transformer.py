@@ -72,7 +72,8 @@ class Attention(nn.Module):
     def output(self, attended):
         """``o_proj`` of the attention output [B, heads, n, head_dim]."""
         b, _, n, _ = attended.shape
-        return self.o_proj(attended.transpose(1, 2).reshape(b, n, -1))
+        x = attended.transpose(1, 2).reshape(b, n, -1)
+        return settle(linear_output(self.o_proj, x), x)
 
 
 class MLP(nn.Module):
@@ -85,8 +86,23 @@ class MLP(nn.Module):
         self.down_proj = linear(i, h, bias=bias)
 
     def forward(self, x):
-        gate, up = self.gate_up(x).chunk(2, dim=-1)
-        return self.down_proj(F.silu(gate) * up)
+        """The MLP's output as ``linear_output`` leaves it (``settle`` adds the partial sums it may leave)."""
+        gate, up = settle(linear_output(self.gate_up, x), x).chunk(2, dim=-1)
+        return linear_output(self.down_proj, F.silu(gate) * up)
+
+
+def linear_output(linear: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``linear(x)``, or its float32 split-K partial sums [split, *x.shape[:-1], out] where the linear leaves their sum
+    to the consumer (``QuantLinear.partials``: inside a compiled forward, where Inductor adds them in the consumer's
+    kernel and the linear's programs need not wait for one another)."""
+    partials = getattr(linear, "partials", None)
+    out = None if partials is None else partials(x)
+    return linear(x) if out is None else out
+
+
+def settle(out: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A ``linear_output`` with its partial sums added, in ``like``'s dtype (unchanged if it has ``like``'s rank)."""
+    return out.sum(0).to(like.dtype) if out.dim() > like.dim() else out
 
 
 def stacked_linears(root: nn.Module) -> dict[str, dict[str, int]]:
@@ -150,7 +166,7 @@ class DecoderLayer(nn.Module):
         """The residual add left by the layer before, input norm and q/k/v projection: the layer's work up to the
         KV-cache write (which applies RoPE) -> (stream, q, k, v)."""
         if delta is not None:
-            x = x + delta
+            x = x + settle(delta, x)
         return x, *self.self_attn.project(self.input_layernorm(x))
 
     def after_attention(self, x, attended):
@@ -239,9 +255,9 @@ class Transformer(nn.Module):
         inputs = {}
         for i, layer in enumerate(blocks):
             if i in self.feature_layers:
-                inputs[i] = x if delta is None else x + delta
+                inputs[i] = x if delta is None else x + settle(delta, x)
             x, delta = layer(x, cos, sin, self.cache, slots, mask, regions, delta)
-        x = self.model.norm(x if delta is None else x + delta)
+        x = self.model.norm(x if delta is None else x + settle(delta, x))
         return torch.cat([x] + [inputs[i] for i in self.feature_layers], dim=-1) if self.feature_layers else x
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:

@@ -453,26 +453,29 @@ if triton is not None:
 
 
 def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor | None,
-           counters: torch.Tensor, group: int, cfg: KernelConfig) -> torch.Tensor:
+           counters: torch.Tensor, group: int, cfg: KernelConfig, deferred: bool = False) -> torch.Tensor:
     """``x`` [M, K] (16-bit) times the [N, K] int4 weight (``packed`` in the ``blocked`` storage) -> [M, N];
-    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again."""
+    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again.
+    ``deferred`` with ``cfg.split`` > 1: the float32 partial sums [split, M, N] instead, for the caller to add."""
     m, k = x.shape
     n = packed.shape[1]
     if cfg.one_row and m != 1:
         raise ValueError(f"{cfg} takes one row, not M={m}")
     bm = 1 if cfg.one_row else cfg.BM
+    defer = deferred and cfg.split > 1
     if m == 0:
-        return torch.empty(m, n, dtype=x.dtype, device=x.device)
-    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters)
+        return torch.zeros(cfg.split, m, n, dtype=torch.float32, device=x.device) if defer else \
+            torch.empty(m, n, dtype=x.dtype, device=x.device)
+    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters, defer)
     # column tiles on the grid's x axis. Launched as (row tiles, column tiles, split), the 70B gate/up projection at
     # M = 16 ran 30 % slower in session 30, but session 31 saw that slowdown in some processes with this order too
     # (docs/benchmarks.md), so the order is kept, not shown to matter
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     compiled = w4a16_kernel[grid](
-        x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(0),
+        x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(-2),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
-        SPLIT_K=cfg.split > 1, GEMV=cfg.path == "gemv",
+        SPLIT_K=2 if defer else int(cfg.split > 1), GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
         ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven), SCALES_AHEAD=cfg.scales_ahead,
         ODD_FMA=odd_fma(cfg),

@@ -105,7 +105,7 @@ def kernel_constants(k: int, group: int, bits: int, cfg: A8Config, integer_scale
     ``PDL``, which depend on where it runs); ``integer_scales``: the group scales are QQQ's integers in [1, 16] (uint8
     ``gs``), which ``cfg.scaled`` multiplies into the codes."""
     scaled = cfg.scaled and integer_scales
-    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=cfg.split > 1,
+    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=int(cfg.split > 1),
                 GEMV=cfg.path == "gemv", BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK,
                 SUB=cfg.BK if scaled else sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven), SCALED=scaled)
 

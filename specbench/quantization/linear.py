@@ -36,6 +36,19 @@ class QuantLinear(nn.Module):
             y = y + self.bias
         return y.reshape(*lead, self.out_features)
 
+    def partials(self, x: torch.Tensor) -> torch.Tensor | None:
+        """``forward``'s output as float32 split-K partial sums [split, *lead, N] where the kernel leaves their sum to
+        the consumer (``Int4Triton.partials``; ``transformer.settle`` adds them), else None (no bias is added there)."""
+        kernel_partials = getattr(self.kernel, "partials", None)
+        if kernel_partials is None or self.bias is not None:
+            return None
+        lead = x.shape[:-1]
+        x = x.reshape(-1, self.in_features)
+        if self.perm is not None:
+            x = x.index_select(1, self.perm)
+        out = kernel_partials(x)
+        return None if out is None else out.reshape(out.shape[0], *lead, self.out_features)
+
     def extra_repr(self) -> str:
         info = self.info
         return f"in_features={self.in_features}, out_features={self.out_features}, {info['scheme']} on {info['backend']}"

@@ -7,7 +7,9 @@ config, so the choice is part of the config (``tune`` times both).
 
 Each of the ``split`` programs of an output tile writes its float32 partial sum to a workspace [split, M, N] and
 bumps the tile's int32 counter; the last one to arrive sums the partials, writes ``y`` and resets the counter to
-zero, so the counters stay zero between launches (and CUDA-graph replays).
+zero, so the counters stay zero between launches (and CUDA-graph replays). A launch that leaves the sum to its
+consumer (``deferred``: inside a compiled forward, where Inductor folds the sum into the next kernel) skips the
+counters and returns the workspace.
 """
 
 from __future__ import annotations
@@ -68,8 +70,12 @@ def tile_counters(n: int, m: int, cfg: TileConfig) -> int:
 
 
 def outputs(m: int, n: int, dtype: torch.dtype, device, split: int, bn: int, bm: int,
-            counters: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(``y`` [M, N], the partial-sum workspace, which is ``y`` itself without a split); checks the counters."""
+            counters: torch.Tensor, deferred: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``y`` [M, N], the partial-sum workspace, which is ``y`` itself without a split); checks the counters.
+    ``deferred``: the workspace [split, M, N] is the output (``y`` is the workspace too)."""
+    if deferred and split > 1:
+        part = torch.empty(split, m, n, dtype=torch.float32, device=device)
+        return part, part
     y = torch.empty(m, n, dtype=dtype, device=device)
     if split == 1:
         return y, y
@@ -95,20 +101,22 @@ if triton is not None:
     @triton.jit
     def store_tile(acc, y_ptr, part_ptr, count_ptr, rows, cols, M, N, stride_ym, SPLIT_K: tl.constexpr):
         """Write the [BM, BN] float32 tile ``acc`` of output rows ``rows`` and columns ``cols`` to ``y``, or with
-        split K, as this program's partial (the last program of the tile sums them)."""
+        split K (``SPLIT_K`` 1), as this program's partial (the last program of the tile sums them), or (2) as this
+        program's partial alone (``outputs(deferred=True)``)."""
         out_mask = (rows < M)[:, None] & (cols < N)[None, :]
-        if not SPLIT_K:
+        if SPLIT_K == 0:
             tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], acc.to(y_ptr.dtype.element_ty), mask=out_mask)
         else:
             pid_k, split = tl.program_id(2), tl.num_programs(2)
             tile = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
             part = part_ptr + rows[:, None] * N + cols[None, :]
             tl.store(part + pid_k * M * N, acc, mask=out_mask)
-            done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
-            if done == split - 1:  # the last program of this tile sums the partials
-                total = tl.zeros_like(acc)
-                for i in range(split):
-                    total += tl.load(part + i * M * N, mask=out_mask, other=0.0, cache_modifier=".cg")
-                tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], total.to(y_ptr.dtype.element_ty),
-                         mask=out_mask)
-                tl.atomic_xchg(count_ptr + tile, 0)
+            if SPLIT_K == 1:
+                done = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+                if done == split - 1:  # the last program of this tile sums the partials
+                    total = tl.zeros_like(acc)
+                    for i in range(split):
+                        total += tl.load(part + i * M * N, mask=out_mask, other=0.0, cache_modifier=".cg")
+                    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], total.to(y_ptr.dtype.element_ty),
+                             mask=out_mask)
+                    tl.atomic_xchg(count_ptr + tile, 0)

@@ -12,6 +12,10 @@ from specbench.quantization.formats import pack_int32
 from specbench.quantization.int4_kernel import DTYPES, KernelConfig, blocked, check_shape, kernel_order, launch
 from specbench.quantization.qweight import QuantizedWeight
 
+# the most splits whose sum is left to the consumer: Inductor unrolls a reduction this short into the consumer's
+# kernel (``torch._inductor.config.unroll_reductions_threshold``)
+DEFER_MAX_SPLIT = 8
+
 
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(packed int32 words in the kernel's ``blocked`` storage, scales [G, N], zero points [G, N] or None), the
@@ -38,6 +42,19 @@ def _(x, packed, scales, zeros, counters, group, config):
     return x.new_empty(x.shape[0], packed.shape[1])
 
 
+@torch.library.custom_op("specbench::w4a16_mm_partials", mutates_args=())
+def w4a16_mm_partials(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: Optional[torch.Tensor],
+                      counters: torch.Tensor, group: int, config: list[int]) -> torch.Tensor:
+    """``w4a16_mm``'s float32 partial sums [split, M, N] (a config that splits K), their sum left to the caller."""
+    path, *sizes = config
+    return launch(x, packed, scales, zeros, counters, group, KernelConfig(PATHS[path], *sizes), deferred=True)
+
+
+@w4a16_mm_partials.register_fake
+def _(x, packed, scales, zeros, counters, group, config):
+    return x.new_empty(config[3], x.shape[0], packed.shape[1], dtype=torch.float32)
+
+
 class Int4Triton(TritonLayer):
     def __init__(self, qw: QuantizedWeight, dtype: torch.dtype, gpu: str | None):
         super().__init__(*qw.shape, qw.group_size, "w4a16", gpu, qw.device, zero_points=qw.zeros is not None)
@@ -49,6 +66,17 @@ class Int4Triton(TritonLayer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         config, _ = self.config(x.shape[0])
         return w4a16_mm(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group, config)
+
+    def partials(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The float32 partial sums [split, M, N] of ``x @ W.T``, where a compiled forward on the GPU runs M > 1 rows
+        with a config that splits K in at most ``DEFER_MAX_SPLIT`` (Inductor then adds them inside the consumer's
+        kernel, and no program of the linear waits for the others); else None. At M = 1 a consumer that reduces
+        over the row (a norm) would read every partial in one program."""
+        config, _ = self.config(x.shape[0])
+        if not (x.is_cuda and torch.compiler.is_compiling() and x.shape[0] > 1 and 1 < config[3] <= DEFER_MAX_SPLIT):
+            return None
+        return w4a16_mm_partials(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group,
+                                 config)
 
 
 class TritonInt4:
