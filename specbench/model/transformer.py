@@ -101,8 +101,15 @@ def linear_output(linear: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def settle(out: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """A ``linear_output`` with its partial sums added, in ``like``'s dtype (unchanged if it has ``like``'s rank)."""
-    return out.sum(0).to(like.dtype) if out.dim() > like.dim() else out
+    """A ``linear_output`` with its partial sums added, in ``like``'s dtype (unchanged if it has ``like``'s rank).
+    Added one by one, not by ``sum``: Inductor folds elementwise adds into the consumer's kernel, where a sum over
+    eight or more became a kernel of its own (session 47)."""
+    if out.dim() == like.dim():
+        return out
+    total = out[0]
+    for part in out[1:]:
+        total = total + part
+    return total.to(like.dtype)
 
 
 def stacked_linears(root: nn.Module) -> dict[str, dict[str, int]]:

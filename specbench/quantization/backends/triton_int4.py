@@ -12,8 +12,7 @@ from specbench.quantization.formats import pack_int32
 from specbench.quantization.int4_kernel import DTYPES, KernelConfig, blocked, check_shape, kernel_order, launch
 from specbench.quantization.qweight import QuantizedWeight
 
-# the most splits whose sum is left to the consumer: Inductor unrolls a reduction this short into the consumer's
-# kernel (``torch._inductor.config.unroll_reductions_threshold``)
+# the most splits whose sum is left to the consumer (``transformer.settle``): one load each in the consumer's kernel
 DEFER_MAX_SPLIT = 8
 
 
