@@ -2,14 +2,15 @@
 # W4A16 linears whose consumer adds the partial sums (o_proj, gate/up, down inside a compiled forward; Inductor folds
 # the sum into the norm / SiLU kernel), against main, where the last program of each tile sums them.
 # 1. the compiled-vs-plain GPU test of the W4A16 forward; 2. `profile_sd_step` of the 8B W4A16 verify of 31 tokens and
-# decode, new / main, one process each; 3. the 70B HierSpec loop, new / main (skipped past LOOP_BEFORE_S, default 320 s; PROF=0 skips step 2).
+# decode, new / main, one process each (PROF=0 skips it); 3. the 70B HierSpec loop, new / main (skipped past
+# LOOP_BEFORE_S, default 320 s).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 100 python3 -m pytest -q tests/test_quant_gpu.py -k "compiled_graphed and w4a16" > "$OUT/pytest.log" 2>&1
 echo "pytest rc $? $(( $(date +%s) - t0 )) s"; tail -1 "$OUT/pytest.log"
-[ "${PROF:-1}" = 0 ] || BASE=base_main ROUNDS=1 TIMEOUT_S=110 bash benchmarks/same_run.sh prof python3 -m benchmarks.profile_sd_step \
-  --model llama-3-8b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer --tokens 31 --steps 10
+[ "${PROF:-1}" = 0 ] || BASE=base_main ROUNDS=1 TIMEOUT_S=110 bash benchmarks/same_run.sh prof python3 -m \
+  benchmarks.profile_sd_step --model llama-3-8b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer --tokens 31 --steps 10
 for f in $(ls -d "$OUT"/prof_*1 2>/dev/null); do python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
