@@ -10,7 +10,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 timeout 100 python3 -m pytest -q tests/test_quant_gpu.py -k "compiled_graphed and w4a16" > "$OUT/pytest.log" 2>&1
 echo "pytest rc $? $(( $(date +%s) - t0 )) s"; tail -1 "$OUT/pytest.log"
 [ "${PROF:-1}" = 0 ] || BASE=base_main ROUNDS=1 TIMEOUT_S=110 bash benchmarks/same_run.sh prof python3 -m \
-  benchmarks.profile_sd_step --model llama-3-8b-instruct --quant w4a16 --dtype float16 --compile --compile-scope layer --tokens 31 --steps 10
+  benchmarks.profile_sd_step --model llama-3-8b-instruct --quant w4a16 --dtype float16 --compile --compile-scope \
+  layer --tokens 31 --steps 10
 for f in $(ls -d "$OUT"/prof_*1 2>/dev/null); do python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
