@@ -147,3 +147,23 @@ def test_every_scheme_has_a_reference_path():
     for name, scheme in SCHEMES.items():
         assert build_quantizer(name, "reference", {}).info()["scheme"] == name
         assert scheme.default_group in scheme.group_sizes
+
+
+def test_partials_keep_the_lead_dims_and_the_act_order_permutation(monkeypatch):
+    """``QuantLinear.partials`` (a compiled forward's split-K partials, ``transformer.settle`` adds them): the input
+    permuted as ``forward`` permutes it, the partials shaped [split, *lead, N], their sum ``forward``'s output; none
+    in eager code or with a bias."""
+    qw = quantize_rtn(torch.randn(24, 64, generator=gen(0)), get_scheme("w4a16"), 32, True)
+    qw.perm = torch.randperm(64, generator=gen(1))
+    linear = QuantLinear(qw, None, "reference", torch.float32)
+    kernel = linear.kernel
+    kernel.partials = lambda x: torch.stack([kernel(x), torch.zeros_like(kernel(x))]) if x.shape[0] > 1 else None
+    x = torch.randn(2, 3, 64, generator=gen(2))
+    assert linear.partials(x) is None  # eager
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    parts = linear.partials(x)
+    assert parts.shape == (2, 2, 3, 24)
+    torch.testing.assert_close(parts.sum(0), linear(x))
+    assert linear.partials(x[:1, :1]) is None  # the kernel's own choice (M = 1)
+    linear.bias = torch.nn.Parameter(torch.ones(24), requires_grad=False)
+    assert linear.partials(x) is None
