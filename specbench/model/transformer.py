@@ -95,8 +95,8 @@ def linear_output(linear: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """``linear(x)``, or its float32 split-K partial sums [split, *x.shape[:-1], out] where the linear leaves their sum
     to the consumer (``QuantLinear.partials``: inside a compiled forward, where Inductor adds them in the consumer's
     kernel and the linear's programs need not wait for one another)."""
-    partials = getattr(linear, "partials", None)
-    out = None if partials is None else partials(x)
+    # looked up on the class: a plain module's ``__getattr__`` would raise and catch an error per call
+    out = linear.partials(x) if hasattr(type(linear), "partials") else None
     return linear(x) if out is None else out
 
 

@@ -26,12 +26,14 @@ class QuantLinear(nn.Module):
                      "group_size": qw.group_size,
                      "zero_point": qw.zeros is not None, "act_order": qw.perm is not None}
 
+    def _kernel_rows(self, x: torch.Tensor) -> torch.Tensor:
+        """``x`` [..., K] as the kernel's [M, K] rows, permuted where the weight's inputs are (act-order)."""
+        x = x.reshape(-1, self.in_features)
+        return x if self.perm is None else x.index_select(1, self.perm)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         lead = x.shape[:-1]
-        x = x.reshape(-1, self.in_features)
-        if self.perm is not None:
-            x = x.index_select(1, self.perm)
-        y = self.kernel(x)
+        y = self.kernel(self._kernel_rows(x))
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*lead, self.out_features)
@@ -42,12 +44,8 @@ class QuantLinear(nn.Module):
         kernel_partials = getattr(self.kernel, "partials", None)
         if kernel_partials is None or self.bias is not None or not torch.compiler.is_compiling():
             return None  # eager code runs ``forward`` (only a compiled forward drops the work it does not use)
-        lead = x.shape[:-1]
-        x = x.reshape(-1, self.in_features)
-        if self.perm is not None:
-            x = x.index_select(1, self.perm)
-        out = kernel_partials(x)
-        return None if out is None else out.reshape(out.shape[0], *lead, self.out_features)
+        out = kernel_partials(self._kernel_rows(x))
+        return None if out is None else out.reshape(out.shape[0], *x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
         info = self.info
