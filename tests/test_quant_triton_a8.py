@@ -29,7 +29,7 @@ INTERPRETED = textwrap.dedent("""
     )
     from specbench.quantization.act_quant_kernel import quantize_per_token
     from specbench.quantization.backends import BACKENDS
-    from specbench.quantization.backends.triton_a8 import A8Triton
+    from specbench.quantization.backends.triton_a8 import A8Triton, a8_mm_partials
     from specbench.quantization.formats import read_compressed
     from specbench.quantization.int8_kernel import A8Config as C
     from specbench.quantization.qweight import fake_quant_act
@@ -74,6 +74,13 @@ INTERPRETED = textwrap.dedent("""
         y = fast(x)
         assert y.dtype == dtype and y.shape == (m, qw.shape[0])
         assert int(fast.kernel.counters.abs().sum()) == 0, "split-K counters must be left at zero"
+        k = fast.kernel
+        config, _ = k.config(m)
+        if config[3] > 1 and dtype == fp32:  # the sum left to the caller: every split's partial, counters untouched
+            parts = a8_mm_partials(x, k.weight, k.ws, k.gs, k.counters, k.bits, k.group, config)
+            assert parts.dtype == fp32 and parts.shape == (config[3], m, qw.shape[0])
+            assert int(k.counters.abs().sum()) == 0
+            assert rel(parts.sum(0), y) < 1e-5 and rel(parts[0], y) > 0.05
         return rel(y, QuantLinear(qw, None, "reference", fp32)(x.float()))
 
     torch.manual_seed(0)
@@ -170,7 +177,7 @@ def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpr
 def test_a_layer_takes_narrow_tiles_its_split_k_counters_cover():
     """The tune tables gemv tiles of BN = 8 (faster on the 8B per-channel shapes at M = 1): a layer runs them, and
     refuses, naming its counters, a split config whose output tiles outnumber them."""
-    from specbench.quantization.backends.triton_a8 import A8Triton
+    from specbench.quantization.backends.triton_a8 import A8Triton, a8_mm_partials
 
     layer = A8Triton(quantize_rtn(torch.randn(64, 1024), get_scheme("w4a8"), -1), None)
     for split in (1, 2):

@@ -100,12 +100,14 @@ def sub_tile(k: int, group: int, bk: int) -> int:
     return group if group != k and bk > group else bk
 
 
-def kernel_constants(k: int, group: int, bits: int, cfg: A8Config, integer_scales: bool = False) -> dict:
+def kernel_constants(k: int, group: int, bits: int, cfg: A8Config, integer_scales: bool = False,
+                     deferred: bool = False) -> dict:
     """``a8_kernel``'s compile-time arguments for a [*, K] weight of this group size and ``cfg`` (all but ``ASM`` and
     ``PDL``, which depend on where it runs); ``integer_scales``: the group scales are QQQ's integers in [1, 16] (uint8
-    ``gs``), which ``cfg.scaled`` multiplies into the codes."""
+    ``gs``), which ``cfg.scaled`` multiplies into the codes; ``deferred``: split-K partials left to the caller."""
     scaled = cfg.scaled and integer_scales
-    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=int(cfg.split > 1),
+    split_k = 0 if cfg.split == 1 else 2 if deferred else 1
+    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=split_k,
                 GEMV=cfg.path == "gemv", BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK,
                 SUB=cfg.BK if scaled else sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven), SCALED=scaled)
 
@@ -265,16 +267,19 @@ if triton is not None:
 
 
 def matmul(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None, counters: torch.Tensor,
-           bits: int, group: int, cfg: A8Config) -> torch.Tensor:
-    """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype``."""
+           bits: int, group: int, cfg: A8Config, deferred: bool = False) -> torch.Tensor:
+    """``x`` [M, K] (16/32-bit) quantized per token, times the packed weight -> [M, N] in ``x.dtype`` (``launch``'s
+    ``deferred``: the float32 partial sums)."""
     xq, sx = quantize_per_token(x)
-    return launch(xq, sx, weight, ws, gs, counters, bits, group, cfg, x.dtype)
+    return launch(xq, sx, weight, ws, gs, counters, bits, group, cfg, x.dtype, deferred)
 
 
 def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: torch.Tensor | None,
-           counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype) -> torch.Tensor:
+           counters: torch.Tensor, bits: int, group: int, cfg: A8Config, dtype: torch.dtype,
+           deferred: bool = False) -> torch.Tensor:
     """``xq`` [M, K] int8 with per-row scales ``sx`` times the packed [N, K] weight -> [M, N] in ``dtype``;
-    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again."""
+    ``counters`` int32 zeros (>= the ``splitk.tile_counters`` slots when ``cfg.split`` > 1) are left zero again.
+    ``deferred`` with ``cfg.split`` > 1: the float32 partial sums [split, M, N] instead, for the caller to add."""
     m, k = xq.shape
     n = weight.shape[0]
     if cfg.path == "gemv" and m != 1:
@@ -283,15 +288,16 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     if reason:
         raise ValueError(reason)
     bm = 1 if cfg.path == "gemv" else cfg.BM
+    defer = deferred and cfg.split > 1
+    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters, defer)
     if m == 0:
-        return torch.empty(m, n, dtype=dtype, device=xq.device)
-    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters)
+        return y
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     if cfg.path == "gemv":  # the gemv path reads int32 words
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
     compiled = a8_kernel[grid](
-        xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(0),
-        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8), ASM=not INTERPRETED,
+        xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(-2),
+        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8, defer), ASM=not INTERPRETED,
         PDL=PDL, num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "

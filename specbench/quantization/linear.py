@@ -40,7 +40,8 @@ class QuantLinear(nn.Module):
 
     def partials(self, x: torch.Tensor) -> torch.Tensor | None:
         """``forward``'s output as float32 split-K partial sums [split, *lead, N] where the kernel leaves their sum to
-        the consumer (``Int4Triton.partials``; ``transformer.settle`` adds them), else None (no bias is added there)."""
+        the consumer (``TritonLayer.partials``; ``transformer.settle`` adds them), else None (no bias is added
+        there)."""
         kernel_partials = getattr(self.kernel, "partials", None)
         if kernel_partials is None or self.bias is not None or not torch.compiler.is_compiling():
             return None  # eager code runs ``forward`` (only a compiled forward drops the work it does not use)

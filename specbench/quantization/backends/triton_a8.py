@@ -58,6 +58,19 @@ def _(x, weight, ws, gs, counters, bits, group, config):
     return x.new_empty(x.shape[0], weight.shape[0])
 
 
+@torch.library.custom_op("specbench::a8_mm_partials", mutates_args=())
+def a8_mm_partials(x: torch.Tensor, weight: torch.Tensor, ws: torch.Tensor, gs: Optional[torch.Tensor],
+                   counters: torch.Tensor, bits: int, group: int, config: list[int]) -> torch.Tensor:
+    """``a8_mm``'s float32 partial sums [split, M, N] (a config that splits K), their sum left to the caller."""
+    path, *sizes = config
+    return matmul(x, weight, ws, gs, counters, bits, group, A8Config(PATHS[path], *sizes), deferred=True)
+
+
+@a8_mm_partials.register_fake
+def _(x, weight, ws, gs, counters, bits, group, config):
+    return x.new_empty(config[3], x.shape[0], weight.shape[0], dtype=torch.float32)
+
+
 class A8Triton(TritonLayer):
     def __init__(self, qw: QuantizedWeight, gpu: str | None):
         super().__init__(*qw.shape, qw.group_size, qw.scheme.name, gpu, qw.device)
@@ -70,6 +83,9 @@ class A8Triton(TritonLayer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         config, _ = self.config(x.shape[0])
         return a8_mm(x.contiguous(), self.weight, self.ws, self.gs, self.counters, self.bits, self.group, config)
+
+    def partials_op(self, x: torch.Tensor, config: list[int]) -> torch.Tensor:
+        return a8_mm_partials(x, self.weight, self.ws, self.gs, self.counters, self.bits, self.group, config)
 
 
 class TritonA8:

@@ -12,9 +12,6 @@ from specbench.quantization.formats import pack_int32
 from specbench.quantization.int4_kernel import DTYPES, KernelConfig, blocked, check_shape, kernel_order, launch
 from specbench.quantization.qweight import QuantizedWeight
 
-# the most splits whose sum is left to the consumer (``transformer.settle``): one load each in the consumer's kernel
-DEFER_MAX_SPLIT = 8
-
 
 def pack(qw: QuantizedWeight, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """(packed int32 words in the kernel's ``blocked`` storage, scales [G, N], zero points [G, N] or None), the
@@ -66,16 +63,8 @@ class Int4Triton(TritonLayer):
         config, _ = self.config(x.shape[0])
         return w4a16_mm(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group, config)
 
-    def partials(self, x: torch.Tensor) -> torch.Tensor | None:
-        """The float32 partial sums [split, M, N] of ``x @ W.T``, where a compiled forward on the GPU runs M > 1 rows
-        with a config that splits K in at most ``DEFER_MAX_SPLIT`` (Inductor then adds them inside the consumer's
-        kernel, and no program of the linear waits for the others); else None. At M = 1 a consumer that reduces
-        over the row (a norm) would read every partial in one program."""
-        config, _ = self.config(x.shape[0])
-        if not (x.is_cuda and torch.compiler.is_compiling() and x.shape[0] > 1 and 1 < config[3] <= DEFER_MAX_SPLIT):
-            return None
-        return w4a16_mm_partials(x.contiguous(), self.packed, self.scales, self.zeros, self.counters, self.group,
-                                 config)
+    def partials_op(self, x: torch.Tensor, config: list[int]) -> torch.Tensor:
+        return w4a16_mm_partials(x, self.packed, self.scales, self.zeros, self.counters, self.group, config)
 
 
 class TritonInt4:

@@ -1,5 +1,6 @@
 """What the layers of specbench's Triton kernels share: the launch config per M (from ``kernel_table.choose``,
-cached per M, with where it came from) and the split-K counters."""
+cached per M, with where it came from), the split-K counters, and when a compiled forward leaves a split-K sum to
+the consumer (``partials``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from torch import nn
 from specbench.quantization import kernel_table, splitk
 
 PATHS = ("gemv", "dot")  # a config travels to the custom op as (path index, BN, BK, split, BM, warps, stages, ...)
+# the most splits whose sum is left to the consumer (``transformer.settle``): one load each in the consumer's kernel
+DEFER_MAX_SPLIT = 8
 
 
 class TritonLayer(nn.Module):
@@ -31,6 +34,20 @@ class TritonLayer(nn.Module):
         if m not in self._chosen:
             self._chosen[m] = self._choose(m)
         return self._chosen[m]
+
+    def partials(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The float32 partial sums [split, M, N] of ``x @ W.T``, where a compiled forward on the GPU runs M > 1 rows
+        with a config that splits K in at most ``DEFER_MAX_SPLIT`` (Inductor then adds them inside the consumer's
+        kernel, and no program of the linear waits for the others); else None. At M = 1 a consumer that reduces
+        over the row (a norm) would read every partial in one program."""
+        config, _ = self.config(x.shape[0])
+        if not (x.is_cuda and torch.compiler.is_compiling() and x.shape[0] > 1 and 1 < config[3] <= DEFER_MAX_SPLIT):
+            return None
+        return self.partials_op(x.contiguous(), config)
+
+    def partials_op(self, x: torch.Tensor, config: list[int]) -> torch.Tensor:
+        """The kernel's custom op that returns the split-K partials of ``config``."""
+        raise NotImplementedError
 
     def _choose(self, m: int) -> tuple[list[int], str]:
         cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme, self._entries,
