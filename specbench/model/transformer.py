@@ -73,7 +73,7 @@ class Attention(nn.Module):
         """``o_proj`` of the attention output [B, heads, n, head_dim]."""
         b, _, n, _ = attended.shape
         x = attended.transpose(1, 2).reshape(b, n, -1)
-        return settle(linear_output(self.o_proj, x), x)
+        return settle(linear_output(self.o_proj, x, row_reduced=True), x)
 
 
 class MLP(nn.Module):
@@ -88,15 +88,16 @@ class MLP(nn.Module):
     def forward(self, x):
         """The MLP's output as ``linear_output`` leaves it (``settle`` adds the partial sums it may leave)."""
         gate, up = settle(linear_output(self.gate_up, x), x).chunk(2, dim=-1)
-        return linear_output(self.down_proj, F.silu(gate) * up)
+        return linear_output(self.down_proj, F.silu(gate) * up, row_reduced=True)
 
 
-def linear_output(linear: nn.Module, x: torch.Tensor) -> torch.Tensor:
+def linear_output(linear: nn.Module, x: torch.Tensor, row_reduced: bool = False) -> torch.Tensor:
     """``linear(x)``, or its float32 split-K partial sums [split, *x.shape[:-1], out] where the linear leaves their sum
     to the consumer (``QuantLinear.partials``: inside a compiled forward, where Inductor adds them in the consumer's
-    kernel and the linear's programs need not wait for one another)."""
+    kernel and the linear's programs need not wait for one another); ``row_reduced``: the consumer reduces each row
+    (a norm), which bounds the partials it can take."""
     # looked up on the class: a plain module's ``__getattr__`` would raise and catch an error per call
-    out = linear.partials(x) if hasattr(type(linear), "partials") else None
+    out = linear.partials(x, row_reduced) if hasattr(type(linear), "partials") else None
     return linear(x) if out is None else out
 
 

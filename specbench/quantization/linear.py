@@ -38,14 +38,14 @@ class QuantLinear(nn.Module):
             y = y + self.bias
         return y.reshape(*lead, self.out_features)
 
-    def partials(self, x: torch.Tensor) -> torch.Tensor | None:
+    def partials(self, x: torch.Tensor, row_reduced: bool = False) -> torch.Tensor | None:
         """``forward``'s output as float32 split-K partial sums [split, *lead, N] where the kernel leaves their sum to
         the consumer (``TritonLayer.partials``; ``transformer.settle`` adds them), else None (no bias is added
         there)."""
         kernel_partials = getattr(self.kernel, "partials", None)
         if kernel_partials is None or self.bias is not None or not torch.compiler.is_compiling():
             return None  # eager code runs ``forward`` (only a compiled forward drops the work it does not use)
-        out = kernel_partials(self._kernel_rows(x))
+        out = kernel_partials(self._kernel_rows(x), row_reduced)
         return None if out is None else out.reshape(out.shape[0], *x.shape[:-1], self.out_features)
 
     def extra_repr(self) -> str:
