@@ -69,7 +69,7 @@ INTERPRETED = textwrap.dedent("""
         fast = QuantLinear(qw, None, "triton", dtype)
         if cfg is not None:
             d = cfg.as_dict()
-            fast.kernel._chosen[m, False] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
+            fast.kernel._chosen[m] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
         x = torch.randn(m, qw.shape[1], generator=gen).to(dtype)
         y = fast(x)
         assert y.dtype == dtype and y.shape == (m, qw.shape[0])

@@ -73,7 +73,7 @@ def test_dot_tiles_of_several_groups(scheme, group, cfg, scaled):
     d.pop("path")
     gen = torch.Generator(device="cuda").manual_seed(2)
     for m in (1, 17, 64):
-        fast.kernel._chosen[m, False] = ([1, *d.values()], "test")
+        fast.kernel._chosen[m] = ([1, *d.values()], "test")
         x = torch.randn(m, 4096, device="cuda", generator=gen, dtype=torch.bfloat16)
         with torch.no_grad():
             err = rel(fast(x), ref(x))
@@ -101,7 +101,7 @@ def test_codes_times_integer_scales_cover_every_byte(cfg):
         d = cfg.as_dict()
         d.pop("path")
         for m in (1, 17, 64):
-            fast.kernel._chosen[m, False] = ([1, *d.values()], "test")
+            fast.kernel._chosen[m] = ([1, *d.values()], "test")
             x = torch.randn(m, k, device="cuda", generator=gen)
             with torch.no_grad():
                 err = rel(fast(x), ref(x))
@@ -116,7 +116,7 @@ def test_codes_times_integer_scales_cover_every_byte(cfg):
 def test_both_one_row_paths_and_graph_replays(scheme, group, cfg):
     fast, ref = layers(scheme, group, 4096, 1024)
     d = cfg.as_dict()
-    fast.kernel._chosen[1, False] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
+    fast.kernel._chosen[1] = ([0 if d.pop("path") == "gemv" else 1, *d.values()], "test")
     x = torch.randn(1, 4096, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
         want = ref(x)

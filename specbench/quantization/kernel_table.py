@@ -12,10 +12,6 @@ symmetric weight's.
 Entries are keyed by scheme: the w4a16 kernel's (``int4_kernel``) as ``NxK:<group kind>``, the int8-activation
 kernels' (``int8_kernel``, schemes w8a8_int8 and w4a8) as ``<scheme>:NxK:<group kind>``.
 
-An entry may hold a second config, ``partials``: the fastest where a compiled forward leaves the split-K sum to the
-linear's consumer (``TritonLayer.partials``; ``tune --partials`` times each launch with that sum after it). A lookup
-for such a forward takes it; an entry without one serves both.
-
 A GPU runs its sibling's entries (``SIBLINGS``, same architecture and SM count) where its own table, if it has one,
 lacks the weight's M bucket, and results say so ("table h200 (for h100)"); its own table holds only what was timed on
 it.
@@ -265,11 +261,10 @@ def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",
-           entries: dict | None = None, hopper: bool | None = None, partials: bool = False) -> tuple[object, str]:
+           entries: dict | None = None, hopper: bool | None = None) -> tuple[object, str]:
     """(config, ``table_label`` of the entry's table, or "heuristic") for ``scheme``'s kernel on an [N, K] weight at
     M rows; ``entries``: the shape's ``tuned_entries`` where the caller holds them, so that a forward traced by
-    torch.compile reads no file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``GPUS``);
-    ``partials``: for a launch whose split-K sum the consumer adds (the entry's ``partials`` config where it has one)."""
+    torch.compile reads no file; ``hopper``: whether the GPU is sm_90 (default: whether ``gpu`` is one of ``GPUS``)."""
     hopper = gpu in GPUS if hopper is None else hopper
     config_cls, check, fallback = kernel_of(scheme)
     entries = tuned_entries(gpu, n, k, group, scheme) if entries is None else entries
@@ -277,8 +272,6 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w
         buckets = sorted(int(b) for b in entries)
         bucket = next((b for b in buckets if b >= m), buckets[-1])
         entry = entries[str(bucket)]
-        if partials and "partials" in entry:
-            entry = {**entry, **entry["partials"]}
         cfg = config_cls(**entry["config"])
         if cfg.one_row and m > 1:  # a one-row entry only serves M = 1
             cfg = None

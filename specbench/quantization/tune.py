@@ -2,7 +2,7 @@
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
         [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--zero-points]
-        [--around-entry] [--dtype float16] [--partials]
+        [--around-entry] [--dtype float16]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
@@ -23,12 +23,6 @@ measured; shapes left out use the heuristic. Entries of an existing table that t
 buckets, groups, models, schemes) are kept. A GPU with a sibling (``kernel_table.SIBLINGS``: an H100 runs the H200's
 entries) and no table of its own starts an empty one: the sibling's entries compete, and only what this GPU timed is
 written.
-
-``--partials`` times, for the linears whose consumer can add split-K partial sums (o, gate/up, down) at M > 1, the
-configs a compiled forward launches with the sum left to that consumer (``TritonLayer.partials``): configs of at most
-``DEFER_MAX_SPLIT`` splits, each launch followed by the sum of its partials (or, unsplit, by a copy of its output to
-float32, so both sides pay one reading kernel), the entry's config among them. The fastest becomes the entry's
-``partials`` config (``kernel_table``); the entry's own config, for layers that sum in the kernel, is left as it is.
 """
 
 from __future__ import annotations
@@ -48,7 +42,6 @@ import torch
 
 from specbench.quantization import int8_kernel, kernel_table, splitk
 from specbench.quantization.act_quant_kernel import quantize_per_token
-from specbench.quantization.backends.triton_layer import DEFER_MAX_SPLIT
 from specbench.quantization.formats import unpack_int32
 from specbench.quantization.int4_kernel import (
     GROUP_COLUMNS, SCALED_PLANES, KernelConfig, blocked, check_shape, kernel_order, launch, unblocked,
@@ -62,7 +55,6 @@ from specbench.runner.environment import ptxas_version
 MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct", "qwen3-8b": "qwen3-8b"}
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
-CONSUMER_ADDS = ("o", "gate_up", "down")  # linears whose consumer can add split-K partials (``transformer.settle``)
 L2_DEFEAT_BYTES = 192 * 2**20
 # launches per timed graph at least, cycling over the weight copies: a graph replay's own start added 5-11 µs to a
 # graph of one 70B launch (docs/benchmarks.md, session 31), which a forward's back-to-back kernels do not pay
@@ -172,19 +164,6 @@ def narrowed(cands: list, kept: int, paths: list[str], deq: list[int] | None) ->
         deq is None or c.path == "gemv" or c.DEQ in deq))]
 
 
-def partials_candidates(kernel, entry: dict, n: int, k: int, group: int, grid: list | None = None) -> list:
-    """``--partials``' candidates for a weight's M bucket: the entry's config (as the forward runs it without a
-    partials config) and its partials config where it has one, then, of ``grid`` (default: around the entry, i.e. the
-    partials config's neighbours and the entry's tile with every split a consumer adds), those that split K at most
-    ``DEFER_MAX_SPLIT`` times and fit."""
-    own = list(dict.fromkeys(kernel.config(**e["config"]) for e in (entry, entry.get("partials")) if e))
-    if grid is None:
-        grid = neighbours(own[-1]) + [replace(own[0], split=split, uneven=uneven) for uneven in (False, True)
-                                      for split in range(2, DEFER_MAX_SPLIT + 1)]
-    return own + [c for c in dict.fromkeys(grid)
-                  if c not in own and c.split <= DEFER_MAX_SPLIT and kernel.fits(c, n, k, group)]
-
-
 def final_round(timed: list[tuple[float, object]], runner, weights: list[tuple], replays: int,
                 finalists: int = 5, rounds: int = 3) -> tuple[float, object]:
     """(ms, config) of the fastest of the ``finalists`` best-timed candidates, each timed again ``rounds`` times in
@@ -272,8 +251,8 @@ class W4A16:
     def inputs(self, m, k):
         return torch.randn(m, k, device="cuda", dtype=self.dtype)
 
-    def launch(self, cfg, x, weight, group, counters, deferred=False):
-        return launch(x, *weight, counters, group, cfg, deferred)
+    def launch(self, cfg, x, weight, group, counters):
+        return launch(x, *weight, counters, group, cfg)
 
     def errors(self, cfg, n, k, group, m):
         return [rel_error(cfg, n, k, group, mm, asym, self.dtype) for mm in {m, max(1, m - 1)}
@@ -307,8 +286,8 @@ class A8:
     def inputs(self, m, k):
         return quantize_per_token(torch.randn(m, k, device=self.device, dtype=self.dtype))
 
-    def launch(self, cfg, x, weight, group, counters, deferred=False):
-        return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, self.dtype, deferred)
+    def launch(self, cfg, x, weight, group, counters):
+        return int8_kernel.launch(*x, *weight, counters, self.bits, group, cfg, self.dtype)
 
     def errors(self, cfg, n, k, group, m, seed=1):
         """Rel. errors against fp32 ``fake_quant(x) @ dequantized W.T`` on an RTN weight, at M (and M - 1)."""
@@ -407,8 +386,6 @@ def main(argv: list[str] | None = None) -> dict:
                         "entry and its neighbours (one field a step away: ``neighbours``) where there is an entry")
     parser.add_argument("--dtype", default="float16", choices=["float16", "bfloat16"],
                         help="activations, scales and outputs (default: float16, as SpecMQuant's low-bit runs)")
-    parser.add_argument("--partials", action="store_true", help="time o, gate/up and down at M > 1 as a compiled "
-                        "forward runs them, the split-K sum left to the consumer, into each entry's `partials` config")
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
@@ -420,11 +397,10 @@ def main(argv: list[str] | None = None) -> dict:
     if found != args.gpu:
         parser.error(f"--gpu {args.gpu} but this process sees {torch.cuda.get_device_name() if found else 'no'} GPU")
     out = args.out or kernel_table.TABLES / f"{args.gpu}.json"
-    labels = [label for label in args.shapes or ("qkv", *CONSUMER_ADDS) if not args.partials or label in CONSUMER_ADDS]
     keys = list(dict.fromkeys((n, k) for model in args.models for label, k, n in model_shapes(model)[0]
-                              if label in labels))
+                              if args.shapes is None or label in args.shapes))
     work = [(s, n, k, g, m) for s in args.schemes for m in args.buckets for g in args.groups
-            if g in SCHEMES[s].group_sizes and not (args.partials and m == 1) for n, k in keys]
+            if g in SCHEMES[s].group_sizes for n, k in keys]
     table = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
              "triton": __import__("triton").__version__, "ptxas": ptxas_version(),
              "command": "python -m specbench.quantization.tune "
@@ -447,10 +423,6 @@ def main(argv: list[str] | None = None) -> dict:
         if entry and not kernel.fits(kernel.config(**entry["config"]), n, k, group):
             table["entries"].get(kernel_table.shape_key(n, k, group, scheme, args.zero_points), {}).pop(str(m), None)
             entry = None
-        if args.partials:
-            own = partials_candidates(kernel, entry, n, k, group, None if args.around_entry else cands) if entry else []
-            kept = 1 + (entry is not None and entry.get("partials", entry)["config"] != entry["config"])
-            return narrowed(own, kept, args.paths, args.deq if scheme == "w4a16" else None)
         if entry:
             current = kernel.config(**entry["config"])
             near = ([c for c in neighbours(current) if kernel.fits(c, n, k, group)] if args.around_entry
@@ -480,29 +452,15 @@ def main(argv: list[str] | None = None) -> dict:
         weights = weights_of[scheme, n, k, group]
         x = kernel.inputs(m, k)
         cands = timed_candidates(scheme, n, k, group, m)
-        timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
-        key = kernel_table.shape_key(n, k, group, scheme, args.zero_points)
-        if args.partials and str(m) not in table["entries"].get(key, {}):
-            table["errors"].append(f"{label}: no entry in this table to give a partials config")
-            continue
         counters = torch.zeros(max(splitk.tile_counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
-
-        def runner(cfg):
-            """One launch of ``cfg`` as its table user runs it (``--partials``: followed by the consumer's sum)."""
-            if not args.partials:
-                return lambda w: kernel.launch(cfg, x, w, group, counters)
-
-            def consumed(w):
-                out = kernel.launch(cfg, x, w, group, counters, deferred=cfg.split <= DEFER_MAX_SPLIT)
-                return out.sum(0) if out.dim() == 3 else out.float()
-            return consumed
-
+        timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
         for i, cfg in enumerate(cands):
             if i > 1 and time.monotonic() - t0 > args.budget_s:  # the heuristic and the current entry always run
                 table["errors"].append(f"budget spent while timing {label}: {i} of {len(cands)} candidates")
                 break
             try:
-                timed.append((time_config(runner(cfg), weights, args.replays), cfg))
+                run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
+                timed.append((time_config(run_one, weights, args.replays), cfg))
             except Exception as err:  # noqa: BLE001 - a candidate that fails to compile/run is skipped
                 if type(err).__name__ == "OutOfResources":
                     too_big += 1
@@ -514,29 +472,21 @@ def main(argv: list[str] | None = None) -> dict:
         if not timed:
             continue
         heur_ms = timed[0][0] if timed[0][1] == cands[0] else None
-        best_ms, best = final_round(timed, runner, weights, args.replays)
+        best_ms, best = final_round(timed, lambda cfg: (lambda w: kernel.launch(cfg, x, w, group, counters)),
+                                    weights, args.replays)
+        key = kernel_table.shape_key(n, k, group, scheme, args.zero_points)
         errors = kernel.errors(best, n, k, group, m)
         if max(errors) > kernel.tolerance:
             table["errors"].append(f"{key} M={m} {best}: rel. error {max(errors):.2e} vs reference; not tabled")
             continue
-        entries = table["entries"].setdefault(key, {})
-        if args.partials:  # beside the entry; ``entry_ms``: its own config, the sum as the forward leaves it today
-            entries[str(m)]["partials"] = {"config": best.as_dict(), "ms": best_ms, "entry_ms": timed[0][0],
-                                           "candidates": len(timed), "rel_error": max(errors), "dtype": args.dtype}
-            print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m} partials: {best_ms * 1e3:.1f} us with the "
-                  f"consumer's sum ({len(timed)} candidates; the entry's config {timed[0][0] * 1e3:.1f} us, first "
-                  f"round) {best}", flush=True)
-        else:  # a re-tuned entry keeps the partials config it had
-            kept = {"partials": entries[str(m)]["partials"]} if "partials" in entries.get(str(m), {}) else {}
-            entries[str(m)] = {
-                "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
-                "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors),
-                "dtype": args.dtype, **kept}
-            per_path = {path: min(t for t, c in timed if c.path == path)
-                        for path in dict.fromkeys(c.path for _, c in timed)}
-            print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us ({len(timed)} candidates; "
-                  f"heuristic {heur_ms and heur_ms * 1e3:.1f} us; first round, best per path: "
-                  f"{', '.join(f'{path} {t * 1e3:.1f} us' for path, t in per_path.items())}) {best}", flush=True)
+        table["entries"].setdefault(key, {})[str(m)] = {
+            "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
+            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors), "dtype": args.dtype}
+        per_path = {path: min(t for t, c in timed if c.path == path)
+                    for path in dict.fromkeys(c.path for _, c in timed)}
+        print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
+              f"({len(timed)} candidates; heuristic {heur_ms and heur_ms * 1e3:.1f} us; first round, best per path: "
+              f"{', '.join(f'{path} {t * 1e3:.1f} us' for path, t in per_path.items())}) {best}", flush=True)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(table, indent=1) + "\n")
     table["elapsed_s"] = time.monotonic() - t0

@@ -13,7 +13,8 @@ PATHS = ("gemv", "dot")  # a config travels to the custom op as (path index, BN,
 # the most splits whose sum is left to the consumer (``transformer.settle``): one load each in the consumer's kernel
 DEFER_MAX_SPLIT = 8
 # a consumer that reduces over each row (a norm) reads a row's partials in one program: at most this many floats a row
-# (on an H100 the 8B's 8 x 4096 gained in the verify of 31 rows, the 70B's 8 x 8192 lost in its verify of 8; session 48)
+# (the 8B's 8 x 4096 gained in its verify of 31 rows, the 70B's 8 x 8192 lost in its verify of 8: docs/benchmarks.md,
+# sessions 47 and 48)
 DEFER_MAX_ROW = 8 * 4096
 
 
@@ -35,22 +36,21 @@ class TritonLayer(nn.Module):
         self.register_buffer("counters", torch.zeros(worst, dtype=torch.int32, device=device))
         # read here, not in a traced forward
         self._entries = kernel_table.tuned_entries(gpu, n, k, group, scheme, zero_points)
-        self._chosen: dict[tuple[int, bool], tuple[list[int], str]] = {}
+        self._chosen: dict[int, tuple[list[int], str]] = {}
 
-    def config(self, m: int, partials: bool = False) -> tuple[list[int], str]:
-        """The launch config for M rows (``partials``: for a launch that leaves the split-K sum to the consumer),
-        cached per (M, partials) in eager code, and where it came from."""
+    def config(self, m: int) -> tuple[list[int], str]:
+        """The launch config for M rows (cached per M in eager code) and where it came from."""
         if torch.compiler.is_compiling():  # a trace that read the cache would guard on its contents, and filling
-            return self._choose(m, partials)  # it would trace the forward again, in a CUDA graph's capture next
-        if (m, partials) not in self._chosen:
-            self._chosen[m, partials] = self._choose(m, partials)
-        return self._chosen[m, partials]
+            return self._choose(m)         # it would trace the forward again, in a CUDA graph's capture if it came next
+        if m not in self._chosen:
+            self._chosen[m] = self._choose(m)
+        return self._chosen[m]
 
     def partials(self, x: torch.Tensor, row_reduced: bool = False) -> torch.Tensor | None:
         """The float32 partial sums [split, M, N] of ``x @ W.T`` where a compiled forward on the GPU leaves them to the
         consumer (``leaves_partials``; Inductor then adds them inside the consumer's kernel, and no program of the
         linear waits for the others); else None."""
-        config, _ = self.config(x.shape[0], partials=True)
+        config, _ = self.config(x.shape[0])
         if not (x.is_cuda and torch.compiler.is_compiling()
                 and leaves_partials(config[3], self.n, x.shape[0], row_reduced)):
             return None
@@ -60,9 +60,9 @@ class TritonLayer(nn.Module):
         """The kernel's custom op that returns the split-K partials of ``config``."""
         raise NotImplementedError
 
-    def _choose(self, m: int, partials: bool) -> tuple[list[int], str]:
+    def _choose(self, m: int) -> tuple[list[int], str]:
         cfg, source = kernel_table.choose(self.gpu, self.n, self.k, self.group, m, self.scheme, self._entries,
-                                           self.hopper, partials)
+                                           self.hopper)
         tiles = splitk.tile_counters(self.n, m, cfg)
         if cfg.split > 1 and tiles > self.counters.numel():
             raise ValueError(f"config {cfg} splits K over {tiles} output tiles at M = {m}, more than the layer's "
