@@ -462,8 +462,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     if cfg.one_row and m != 1:
         raise ValueError(f"{cfg} takes one row, not M={m}")
     bm = 1 if cfg.one_row else cfg.BM
-    defer = deferred and cfg.split > 1
-    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters, defer)
+    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters, deferred)
     if m == 0:
         return y
     # column tiles on the grid's x axis. Launched as (row tiles, column tiles, split), the 70B gate/up projection at
@@ -474,7 +473,7 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(-2),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,
-        SPLIT_K=2 if defer else int(cfg.split > 1), GEMV=cfg.path == "gemv",
+        SPLIT_K=splitk.store_mode(cfg.split, deferred), GEMV=cfg.path == "gemv",
         BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK, DEQ=cfg.DEQ, P=block_rows(k, group),
         ASM=x.is_cuda, UNIT=k_unit(group, cfg), UNEVEN=bool(cfg.uneven), SCALES_AHEAD=cfg.scales_ahead,
         ODD_FMA=odd_fma(cfg),

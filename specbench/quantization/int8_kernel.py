@@ -106,8 +106,8 @@ def kernel_constants(k: int, group: int, bits: int, cfg: A8Config, integer_scale
     ``PDL``, which depend on where it runs); ``integer_scales``: the group scales are QQQ's integers in [1, 16] (uint8
     ``gs``), which ``cfg.scaled`` multiplies into the codes; ``deferred``: split-K partials left to the caller."""
     scaled = cfg.scaled and integer_scales
-    split_k = 0 if cfg.split == 1 else 2 if deferred else 1
-    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k, SPLIT_K=split_k,
+    return dict(BITS=bits, GROUP=cfg.BK if group == k else group, CHANNEL=group == k,
+                SPLIT_K=splitk.store_mode(cfg.split, deferred),
                 GEMV=cfg.path == "gemv", BM=1 if cfg.path == "gemv" else cfg.BM, BN=cfg.BN, BK=cfg.BK,
                 SUB=cfg.BK if scaled else sub_tile(k, group, cfg.BK), UNEVEN=bool(cfg.uneven), SCALED=scaled)
 
@@ -288,8 +288,7 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     if reason:
         raise ValueError(reason)
     bm = 1 if cfg.path == "gemv" else cfg.BM
-    defer = deferred and cfg.split > 1
-    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters, defer)
+    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters, deferred)
     if m == 0:
         return y
     grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
@@ -297,8 +296,8 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
     compiled = a8_kernel[grid](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(-2),
-        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8, defer), ASM=not INTERPRETED,
-        PDL=PDL, num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
+        **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8, deferred),
+        ASM=not INTERPRETED, PDL=PDL, num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),
     )
     wgmma_guard.check(compiled, lambda: f"the Triton {'W8A8' if bits == 8 else 'W4A8'} kernel with {cfg} on "
                                         f"[{n}, {k}], group {group}")

@@ -42,9 +42,11 @@ class QuantLinear(nn.Module):
         """``forward``'s output as float32 split-K partial sums [split, *lead, N] where the kernel leaves their sum to
         the consumer (``TritonLayer.partials``; ``transformer.settle`` adds them), else None (no bias is added
         there)."""
-        kernel_partials = getattr(self.kernel, "partials", None)
-        if kernel_partials is None or self.bias is not None or not torch.compiler.is_compiling():
+        if not torch.compiler.is_compiling() or self.bias is not None:
             return None  # eager code runs ``forward`` (only a compiled forward drops the work it does not use)
+        kernel_partials = getattr(self.kernel, "partials", None)
+        if kernel_partials is None:
+            return None
         out = kernel_partials(self._kernel_rows(x), row_reduced)
         return None if out is None else out.reshape(out.shape[0], *x.shape[:-1], self.out_features)
 

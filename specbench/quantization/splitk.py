@@ -69,6 +69,12 @@ def tile_counters(n: int, m: int, cfg: TileConfig) -> int:
     return counters_needed(n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
 
 
+def store_mode(split: int, deferred: bool) -> int:
+    """``store_tile``'s ``SPLIT_K`` for a launch of ``split`` K ranges: 0 whole K, 1 the last program sums, 2 each
+    program's partial left to the caller (``deferred``)."""
+    return 0 if split == 1 else 2 if deferred else 1
+
+
 def outputs(m: int, n: int, dtype: torch.dtype, device, split: int, bn: int, bm: int,
             counters: torch.Tensor, deferred: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """(``y`` [M, N], the partial-sum workspace, which is ``y`` itself without a split); checks the counters.
