@@ -350,16 +350,15 @@ class _SplitSums(torch.nn.Module):
 def _leave_sums_to_consumers(model):
     for layer in model.model.layers:
         attn, mlp = layer.self_attn, layer.mlp
-        attn.qkv, attn.o_proj, mlp.gate_up, mlp.down_proj = (
-            _SplitSums(m) for m in (attn.qkv, attn.o_proj, mlp.gate_up, mlp.down_proj))
+        attn.o_proj, mlp.gate_up, mlp.down_proj = (_SplitSums(m) for m in (attn.o_proj, mlp.gate_up, mlp.down_proj))
 
 
 @pytest.mark.parametrize("compile_scope", [None, pytest.param("layer", marks=pytest.mark.slow)])
 def test_split_k_partials_left_to_the_consumers_give_the_same_forward(compile_scope):
-    """q/k/v, o_proj, gate/up and down leaving float32 partial sums (as the Triton W4A16 kernel does in a compiled
-    forward on a GPU): the cache write and attention (here SDPA, on the CPU), the norms, SiLU, the next layer's
-    residual add, the final norm and the EAGLE-3 feature rows add them, and the forward is the plain one's; the
-    partials differ from the output, so a consumer that skipped the sum would fail."""
+    """o_proj, gate/up and down leaving float32 partial sums (as the Triton W4A16 kernel does in a compiled forward on
+    a GPU): the norms, SiLU, the next layer's residual add, the final norm and the EAGLE-3 feature rows add them,
+    and the forward is the plain one's; the partials differ from the output, so a consumer that skipped the sum
+    would fail."""
     from specbench.decoding.forward import ForwardRunner
 
     model = load_model("tiny-target", dtype=torch.float32)

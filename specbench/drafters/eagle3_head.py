@@ -34,9 +34,8 @@ from torch import nn
 from specbench.drafters.eagle_head import PEAKED_LOGIT_STD, DraftHead, EagleHeadError, read_head_weights
 from specbench.model.config import ModelConfig
 from specbench.model.loading import fill_random, resolve_checkpoint
-from specbench.model.partial_sums import settle
 from specbench.model.rope import rope_inv_freq
-from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer
+from specbench.model.transformer import MLP, Attention, RMSNorm, Transformer, settle
 
 OFFICIAL_DRAFT_VOCAB = 32000  # draft_vocab_size of yuhuili's 8B EAGLE-3 head; what a random head uses
 

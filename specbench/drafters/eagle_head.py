@@ -21,9 +21,8 @@ from torch import nn
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
 from specbench.model.loading import ModelSourceError, fill_random, resolve_checkpoint
-from specbench.model.partial_sums import settle
 from specbench.model.rope import rope_inv_freq, rope_tables
-from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer
+from specbench.model.transformer import DecoderLayer, RMSNorm, Transformer, settle
 
 
 class EagleHeadError(ValueError):

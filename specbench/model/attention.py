@@ -9,9 +9,7 @@ prefix while every input keeps the static shape a CUDA graph needs. Grouped-quer
 ``group`` query heads of a KV head are rows of the same tile. Each of ``splits`` programs per (KV head, row
 block) reduces its share of the listed blocks to a running max, normaliser and weighted sum; a second kernel
 merges the shares. Semantics are SDPA's with a boolean ``attn_mask`` (True = may attend); a row with nothing
-visible gives zeros. q, k and v may come as a quantized q/k/v projection's split-K partial sums (float32, a leading
-split dim: ``partial_sums``), which the kernel adds as it loads them, so the projection's programs need not wait for
-one another.
+visible gives zeros.
 """
 
 from __future__ import annotations
@@ -24,14 +22,13 @@ import torch.nn.functional as F
 
 from specbench import wgmma_guard
 from specbench.model import kv_cache
-from specbench.model.partial_sums import settle
 from specbench.model.rope import apply_rope
 
 try:
     import triton
     import triton.language as tl
 
-    from specbench.model.rope import roped_rows, summed_rows
+    from specbench.model.rope import roped_rows
 except ImportError:  # the optional GPU extra; the CPU tests run the kernels through Triton's interpreter
     triton = None
 
@@ -73,25 +70,22 @@ def prepare(mask: torch.Tensor) -> CacheMask:
 
 
 def fits(q: torch.Tensor, keys: torch.Tensor, mask: CacheMask) -> bool:
-    """Whether this kernel runs ``q`` [1, H, n, D] (or its float32 partial sums [split, 1, H, n, D]) against ``keys``
-    [1, KVH, S, D] (else SDPA does)."""
-    b, h, n, d = q.shape[-4:]
-    dtype_ok = q.dtype == keys.dtype or (q.dim() == 5 and q.dtype == torch.float32)
-    return (mask.order is not None and q.is_cuda and b == 1 and n <= MAX_QUERIES and keys.dtype in DTYPES
-            and dtype_ok and d in (64, 128, 256) and h % keys.shape[1] == 0)
+    """Whether this kernel runs ``q`` [1, H, n, D] against ``keys`` [1, KVH, S, D] (else SDPA does)."""
+    b, h, n, d = q.shape
+    return (mask.order is not None and q.is_cuda and b == 1 and n <= MAX_QUERIES and q.dtype in DTYPES
+            and d in (64, 128, 256) and h % keys.shape[1] == 0)
 
 
 def attend(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: CacheMask | torch.Tensor,
            rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """SDPA over the cache with ``mask`` (True = may attend; a plain tensor is prepared here, for one-layer
     heads), ``q`` rotated first by ``rope``'s (cos, sin) [n, head_dim] when given; GQA when ``q`` has more heads
-    than ``keys``; ``q`` may be partial sums (``fits``)."""
+    than ``keys``."""
     if not isinstance(mask, CacheMask):
         mask = prepare(mask)
     if fits(q, keys, mask):
         cos, sin = rope if rope is not None else (None, None)
         return masked_attention(q, keys, values, *mask, cos, sin)
-    q = settle(q, keys)
     if rope is not None:
         q = apply_rope(q, *rope)
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask.mask,
@@ -103,38 +97,30 @@ def write_and_attend(cache: kv_cache.StaticKVCache, layer: int, slots: torch.Ten
                      rope: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """Store ``k``/``v`` [1, KVH, n, D] at ``slots`` [n] of ``cache``'s ``layer`` (``k`` rotated by ``rope``) and
     ``attend`` ``q`` over that layer: one kernel does both where the attention kernel takes the forward and nothing
-    is being compiled (``masked_attention_storing``), else the cache's own write and ``attend``. q, k and v may be
-    partial sums [split, 1, heads, n, D] (``fits``)."""
+    is being compiled (``masked_attention_storing``), else the cache's own write and ``attend``."""
     if not isinstance(mask, CacheMask):
         mask = prepare(mask)
     keys, values = cache.layer(layer)
-    if fits(q, keys, mask) and kv_cache.fits(_first(k), _first(v)) and not torch.compiler.is_compiling():
+    if fits(q, keys, mask) and kv_cache.fits(k, v) and not torch.compiler.is_compiling():
         cos, sin = rope if rope is not None else (None, None)
         return masked_attention_storing(q, keys, values, *mask, cos, sin, k, v, slots)
-    keys, values = cache.write(layer, slots, settle(k, keys), settle(v, keys), rope)
+    keys, values = cache.write(layer, slots, k, v, rope)
     return attend(q, keys, values, mask, rope)
-
-
-def _first(t: torch.Tensor) -> torch.Tensor:
-    """``t`` [1, heads, n, D], or the first of its partial sums [split, 1, heads, n, D]."""
-    return t[0] if t.dim() == 5 else t
 
 
 if triton is not None:
 
     @triton.jit
     def _store_owned(k_ptr, v_ptr, new_k_ptr, new_v_ptr, slots_ptr, order_ptr, cos_ptr, sin_ptr, kvh, sp, lo, hi,
-                     count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n, snk_p, snv_p,
-                     D: tl.constexpr, BLOCK_N: tl.constexpr, TB: tl.constexpr, ROPE: tl.constexpr,
-                     PARTS: tl.constexpr):
+                     count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n,
+                     D: tl.constexpr, BLOCK_N: tl.constexpr, TB: tl.constexpr, ROPE: tl.constexpr):
         """Store the new keys (rotated when ``ROPE``) and values of KV head ``kvh`` whose slots this split owns.
 
         Split ``sp`` reads the visible blocks of ranks ``lo``..``hi`` - 1 (``order`` lists them in ascending slot
         order) and owns the slots from its first block up to the next split's first block; split 0 also owns those
         before its first block and the last split with blocks all after its last, so every new slot has one owner
         and every slot a split reads was stored by that split itself, before the barrier that follows. The programs
-        of other row blocks of the same split store the same values. ``PARTS`` > 1: the new keys and values are
-        partial sums (``summed_rows``)."""
+        of other row blocks of the same split store the same values."""
         if (lo < count) | (sp == 0):
             start = tl.where(sp == 0, 0, tl.load(order_ptr + lo) * BLOCK_N)
             end = tl.where(hi < count, tl.load(order_ptr + hi, mask=hi < count, other=0) * BLOCK_N, S)
@@ -144,11 +130,10 @@ if triton is not None:
                 slot = tl.load(slots_ptr + t, mask=t < n, other=-1)
                 mine = (t < n) & (slot >= start) & (slot < end)
                 if ROPE:
-                    k = roped_rows(new_k_ptr, kvh * snk_h + t * snk_n, dims, cos_ptr, sin_ptr, t, mine, D, PARTS,
-                                   snk_p, k_ptr)
+                    k = roped_rows(new_k_ptr, kvh * snk_h + t * snk_n, dims, cos_ptr, sin_ptr, t, mine, D)
                 else:
-                    k = summed_rows(new_k_ptr, kvh * snk_h + t * snk_n + dims, mine, PARTS, snk_p, k_ptr)
-                v = summed_rows(new_v_ptr, kvh * snv_h + t * snv_n + dims, mine, PARTS, snv_p, v_ptr)
+                    k = tl.load(new_k_ptr + kvh * snk_h + t * snk_n + dims, mask=mine)
+                v = tl.load(new_v_ptr + kvh * snv_h + t * snv_n + dims, mask=mine)
                 dst = kvh * sk_h + slot * sk_s + dims
                 tl.store(k_ptr + dst, k.to(k_ptr.dtype.element_ty), mask=mine)
                 tl.store(v_ptr + dst, v.to(v_ptr.dtype.element_ty), mask=mine)
@@ -156,14 +141,12 @@ if triton is not None:
     @triton.jit
     def _partial_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, order_ptr, count_ptr, cos_ptr, sin_ptr, m_ptr, l_ptr,
                         acc_ptr, new_k_ptr, new_v_ptr, slots_ptr, n, S, scale, sq_h, sq_n, sk_h, sk_s, sm_n, sm_s,
-                        snk_h, snk_n, snv_h, snv_n, sq_p, snk_p, snv_p,
+                        snk_h, snk_n, snv_h, snv_n,
                         GROUP: tl.constexpr, D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        SPLITS: tl.constexpr, ROPE: tl.constexpr, STORE: tl.constexpr, TB: tl.constexpr,
-                        PARTS: tl.constexpr):
+                        SPLITS: tl.constexpr, ROPE: tl.constexpr, STORE: tl.constexpr, TB: tl.constexpr):
         """Running max / normaliser / weighted V sum of rows (query, head of the group; the query rotated when
         ``ROPE``) over one split's share of the visible blocks; with ``STORE``, the forward's new keys and values
-        go to the cache first (``_store_owned``). ``PARTS`` > 1: q (and the new keys and values) are partial sums
-        ``sq_p`` (``snk_p``, ``snv_p``) apart."""
+        go to the cache first (``_store_owned``)."""
         kvh, mb, sp = tl.program_id(0), tl.program_id(1), tl.program_id(2)
         rows = mb * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < n * GROUP
@@ -171,18 +154,16 @@ if triton is not None:
         dims = tl.arange(0, D)
         if ROPE:
             q = roped_rows(q_ptr, head[:, None] * sq_h + query[:, None] * sq_n, dims[None, :], cos_ptr, sin_ptr,
-                           query[:, None], row_ok[:, None], D, PARTS, sq_p, k_ptr)
+                           query[:, None], row_ok[:, None], D).to(q_ptr.dtype.element_ty)
         else:
-            q = summed_rows(q_ptr, head[:, None] * sq_h + query[:, None] * sq_n + dims[None, :], row_ok[:, None],
-                            PARTS, sq_p, k_ptr)
-        q = q.to(k_ptr.dtype.element_ty)
+            q = tl.load(q_ptr + head[:, None] * sq_h + query[:, None] * sq_n + dims[None, :], mask=row_ok[:, None],
+                        other=0.0)
         count = tl.load(count_ptr)
         per = tl.cdiv(count, SPLITS)
         lo, hi = sp * per, tl.minimum(sp * per + per, count)
         if STORE:
             _store_owned(k_ptr, v_ptr, new_k_ptr, new_v_ptr, slots_ptr, order_ptr, cos_ptr, sin_ptr, kvh, sp, lo, hi,
-                         count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n, snk_p, snv_p, D, BLOCK_N, TB, ROPE,
-                         PARTS)
+                         count, n, S, sk_h, sk_s, snk_h, snk_n, snv_h, snv_n, D, BLOCK_N, TB, ROPE)
             tl.debug_barrier()
         m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         l = tl.zeros((BLOCK_M,), tl.float32)
@@ -251,9 +232,9 @@ def split_count(kv_heads: int, row_blocks: int, slots: int) -> int:
 def masked_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
                      order: torch.Tensor, count: torch.Tensor, cos: torch.Tensor | None = None,
                      sin: torch.Tensor | None = None) -> torch.Tensor:
-    """``q`` [1, H, n, D] or its float32 partial sums [split, 1, H, n, D] (rotated first by ``cos``/``sin`` [n, D]
-    when given) over ``keys``/``values`` [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True, visiting the ``count``
-    blocks listed first in ``order`` (``prepare``) -> [1, H, n, D] in the cache's dtype."""
+    """``q`` [1, H, n, D] (rotated first by ``cos``/``sin`` [n, D] when given) over ``keys``/``values``
+    [1, KVH, S, D] where ``mask`` [1, 1, n, S] is True, visiting the ``count`` blocks listed first in ``order``
+    (``prepare``) -> [1, H, n, D]."""
     return _launch(q, keys, values, mask, order, count, cos, sin)
 
 
@@ -263,12 +244,9 @@ def masked_attention_storing(q: torch.Tensor, keys: torch.Tensor, values: torch.
                              slots: torch.Tensor) -> torch.Tensor:
     """``masked_attention`` after storing the forward's ``k``/``v`` [1, KVH, n, D] (``k`` rotated by ``cos``/``sin``
     when given) at cache ``slots`` [n] of ``keys``/``values``, in the same kernel: what ``StaticKVCache.write``
-    followed by ``masked_attention`` gives, one launch fewer. Eager only (it writes the cache in place). With q as
-    partial sums, k and v are partial sums of the same split."""
-    if (not kv_cache.fits(_first(k), _first(v)) or k.shape[-3:-1] != (keys.shape[1], q.shape[-2]) or v.shape != k.shape
-            or _parts(k).shape[0] != _parts(q).shape[0]):
-        raise ValueError("masked_attention_storing needs k/v [1, kv_heads, n, head_dim] with contiguous head dims, as "
-                         "partial sums of q's split when q is")
+    followed by ``masked_attention`` gives, one launch fewer. Eager only (it writes the cache in place)."""
+    if not kv_cache.fits(k, v) or k.shape[1:3] != (keys.shape[1], q.shape[2]) or v.shape != k.shape:
+        raise ValueError("masked_attention_storing needs k/v [1, kv_heads, n, head_dim] with contiguous head dims")
     return _launch(q, keys, values, mask, order, count, cos, sin, (k, v, slots))
 
 
@@ -276,8 +254,7 @@ def _launch(q, keys, values, mask, order, count, cos, sin, new=None):
     """The partial and merge kernels; ``new`` = (k, v, slots) to store first."""
     if (cos is None) != (sin is None):
         raise ValueError("masked_attention rotates q by both cos and sin, or by neither")
-    q = _parts(q)
-    parts, _, h, n, d = q.shape
+    _, h, n, d = q.shape
     kv_heads, slots = keys.shape[1], keys.shape[2]
     if keys.stride(-1) != 1 or values.stride() != keys.stride() or q.stride(-1) != 1:
         raise ValueError("masked_attention needs K/V of one layout and contiguous head dims")
@@ -289,16 +266,15 @@ def _launch(q, keys, values, mask, order, count, cos, sin, new=None):
     l = torch.empty_like(m)
     acc = torch.empty(splits, h, n, d, dtype=torch.float32, device=q.device)
     mask2 = mask[0, 0]
-    new_k, new_v, new_slots = (_parts(new[0]), _parts(new[1]), new[2]) if new is not None else (q, q, order)
+    new_k, new_v, new_slots = new if new is not None else (q, q, order)
     compiled = _partial_kernel[(kv_heads, row_blocks, splits)](
         q, keys, values, mask2, order, count, q if cos is None else cos, q if sin is None else sin, m, l, acc,
-        new_k, new_v, new_slots, n, slots, 1.0 / math.sqrt(d), q.stride(2), q.stride(3), keys.stride(1),
-        keys.stride(2), mask2.stride(0), mask2.stride(1), new_k.stride(2), new_k.stride(3), new_v.stride(2),
-        new_v.stride(3), q.stride(0), new_k.stride(0), new_v.stride(0), GROUP=group, D=d, BLOCK_M=block_m,
-        BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None, STORE=new is not None, TB=max(1, min(16, 2048 // d)),
-        PARTS=parts, num_warps=max(4, block_m // 16), num_stages=2)
+        new_k, new_v, new_slots, n, slots, 1.0 / math.sqrt(d), q.stride(1), q.stride(2), keys.stride(1),
+        keys.stride(2), mask2.stride(0), mask2.stride(1), new_k.stride(1), new_k.stride(2), new_v.stride(1),
+        new_v.stride(2), GROUP=group, D=d, BLOCK_M=block_m, BLOCK_N=BLOCK_N, SPLITS=splits, ROPE=cos is not None,
+        STORE=new is not None, TB=max(1, min(16, 2048 // d)), num_warps=max(4, block_m // 16), num_stages=2)
     wgmma_guard.check(compiled, lambda: f"the attention kernel with {block_m} rows a program, head dim {d}")
-    out = _output(q, keys)
+    out = _output(q)
     rows = h * n
     per_program = merge_rows(rows, splits, d)
     _merge_kernel[(triton.cdiv(rows, per_program),)](m, l, acc, out, rows, out.stride(1), out.stride(2), n, D=d,
@@ -315,19 +291,12 @@ def merge_rows(rows: int, splits: int, d: int) -> int:
     return 1 << max(0, min(4, near, (4096 // (splits * d)).bit_length() - 1))
 
 
-def _parts(t: torch.Tensor) -> torch.Tensor:
-    """``t`` [1, heads, n, D] as one partial sum [1, 1, heads, n, D]; partial sums [split, 1, heads, n, D] as
-    they are."""
-    return t if t.dim() == 5 else t[None]
-
-
-def _output(q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-    """The output [1, H, n, D] in the cache's dtype, laid out token-major [1, n, H, D] so that ``o_proj``'s input is a
-    view of it."""
-    b, h, n, d = q.shape[-4:]
-    return torch.empty(b, n, h, d, dtype=keys.dtype, device=q.device).transpose(1, 2)
+def _output(q: torch.Tensor) -> torch.Tensor:
+    """The output [1, H, n, D], laid out token-major [1, n, H, D] so that ``o_proj``'s input is a view of it."""
+    b, h, n, d = q.shape
+    return torch.empty(b, n, h, d, dtype=q.dtype, device=q.device).transpose(1, 2)
 
 
 @masked_attention.register_fake
 def _(q, keys, values, mask, order, count, cos=None, sin=None):
-    return _output(q, keys)
+    return _output(q)

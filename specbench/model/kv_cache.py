@@ -99,7 +99,7 @@ if triton is not None:
         ok = head < heads
         dst = kv_ptr + tl.load(slots_ptr + t) * s_slot + head * s_head + dims
         if ROPE:
-            k = roped_rows(k_ptr, t * sk_n + head * sk_h, dims, cos_ptr, sin_ptr, t + 0 * head, ok, D, 1, 0, kv_ptr)
+            k = roped_rows(k_ptr, t * sk_n + head * sk_h, dims, cos_ptr, sin_ptr, t + 0 * head, ok, D)
         else:
             k = tl.load(k_ptr + t * sk_n + head * sk_h + dims, mask=ok)
         v = tl.load(v_ptr + t * sv_n + head * sv_h + dims, mask=ok)

@@ -58,22 +58,11 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 if triton is not None:
 
     @triton.jit
-    def summed_rows(x_ptr, offsets, ok, PARTS: tl.constexpr, part_stride, like_ptr):
-        """The rows of ``x`` at ``offsets`` in float32, rounded to ``like_ptr``'s dtype; with ``PARTS`` > 1, ``x`` holds
-        a linear's split-K partial sums ``part_stride`` apart, added in order, as the linear's own sum would have
-        stored them."""
-        x = tl.load(x_ptr + offsets, mask=ok, other=0.0).to(tl.float32)
-        for p in tl.static_range(1, PARTS):
-            x += tl.load(x_ptr + p * part_stride + offsets, mask=ok, other=0.0)
-        return x.to(like_ptr.dtype.element_ty).to(tl.float32)
-
-    @triton.jit
-    def roped_rows(x_ptr, offsets, dims, cos_ptr, sin_ptr, positions, ok, D: tl.constexpr, PARTS: tl.constexpr,
-                   part_stride, like_ptr):
-        """The rows of ``x`` at ``offsets`` [R, 1] (+ ``dims`` [1, D]; ``summed_rows``) rotated by the angles of table
-        rows ``positions`` [R, 1] (``apply_rope``'s half-split convention), in float32; ``ok`` [R, 1] masks rows."""
-        x = summed_rows(x_ptr, offsets + dims, ok, PARTS, part_stride, like_ptr)
-        partner = summed_rows(x_ptr, offsets + (dims + D // 2) % D, ok, PARTS, part_stride, like_ptr)
+    def roped_rows(x_ptr, offsets, dims, cos_ptr, sin_ptr, positions, ok, D: tl.constexpr):
+        """The rows of ``x`` at ``offsets`` [R, 1] (+ ``dims`` [1, D]) rotated by the angles of table rows
+        ``positions`` [R, 1] (``apply_rope``'s half-split convention), in float32; ``ok`` [R, 1] masks rows."""
+        x = tl.load(x_ptr + offsets + dims, mask=ok, other=0.0).to(tl.float32)
+        partner = tl.load(x_ptr + offsets + (dims + D // 2) % D, mask=ok, other=0.0).to(tl.float32)
         cos = tl.load(cos_ptr + positions * D + dims, mask=ok, other=0.0).to(tl.float32)
         sin = tl.load(sin_ptr + positions * D + dims, mask=ok, other=0.0).to(tl.float32)
         return x * cos + tl.where(dims < D // 2, -partner, partner) * sin

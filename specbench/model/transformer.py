@@ -19,7 +19,6 @@ from torch import nn
 from specbench.model import attention
 from specbench.model.config import ModelConfig
 from specbench.model.kv_cache import StaticKVCache
-from specbench.model.partial_sums import linear_output, settle
 from specbench.model.rope import rope_inv_freq, rope_tables
 
 
@@ -60,20 +59,15 @@ class Attention(nn.Module):
 
     def project(self, x):
         """Queries, keys and values [B, heads, n, head_dim] of ``x`` [B, n, hidden], before RoPE (the cache write
-        rotates the keys and the attention the queries); or, where the q/k/v projection leaves them
-        (``linear_output``) and no q/k norm needs whole rows, their float32 partial sums [split, B, heads, n,
-        head_dim], which the attention kernel adds."""
-        qkv = linear_output(self.qkv, x)
-        if self.q_norm is not None:
-            qkv = settle(qkv, x)
-        lead = qkv.shape[:-1]  # ([split,] B, n)
-        q, k, v = qkv.split(list(self.stacks["qkv"].values()), dim=-1)
-        q = q.view(*lead, self.n_heads, self.head_dim)
-        k = k.view(*lead, self.n_kv, self.head_dim)
-        v = v.view(*lead, self.n_kv, self.head_dim)
+        rotates the keys and the attention the queries)."""
+        b, n, _ = x.shape
+        q, k, v = self.qkv(x).split(list(self.stacks["qkv"].values()), dim=-1)
+        q = q.view(b, n, self.n_heads, self.head_dim)
+        k = k.view(b, n, self.n_kv, self.head_dim)
+        v = v.view(b, n, self.n_kv, self.head_dim)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        return q.transpose(-3, -2), k.transpose(-3, -2), v.transpose(-3, -2)
+        return q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def output(self, attended):
         """``o_proj`` of the attention output [B, heads, n, head_dim]."""
@@ -95,6 +89,28 @@ class MLP(nn.Module):
         """The MLP's output as ``linear_output`` leaves it (``settle`` adds the partial sums it may leave)."""
         gate, up = settle(linear_output(self.gate_up, x), x).chunk(2, dim=-1)
         return linear_output(self.down_proj, F.silu(gate) * up, row_reduced=True)
+
+
+def linear_output(linear: nn.Module, x: torch.Tensor, row_reduced: bool = False) -> torch.Tensor:
+    """``linear(x)``, or its float32 split-K partial sums [split, *x.shape[:-1], out] where the linear leaves their sum
+    to the consumer (``QuantLinear.partials``: inside a compiled forward, where Inductor adds them in the consumer's
+    kernel and the linear's programs need not wait for one another); ``row_reduced``: the consumer reduces each row
+    (a norm), which bounds the partials it can take."""
+    # looked up on the class: a plain module's ``__getattr__`` would raise and catch an error per call
+    out = linear.partials(x, row_reduced) if hasattr(type(linear), "partials") else None
+    return linear(x) if out is None else out
+
+
+def settle(out: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A ``linear_output`` with its partial sums added, in ``like``'s dtype (unchanged if it has ``like``'s rank).
+    Added one by one, not by ``sum``: Inductor folds elementwise adds into the consumer's kernel, where a sum over
+    eight or more became a kernel of its own (session 47)."""
+    if out.dim() == like.dim():
+        return out
+    total = out[0]
+    for part in out[1:]:
+        total = total + part
+    return total.to(like.dtype)
 
 
 def stacked_linears(root: nn.Module) -> dict[str, dict[str, int]]:
