@@ -157,7 +157,11 @@ def test_partials_keep_the_lead_dims_and_the_act_order_permutation(monkeypatch):
     qw.perm = torch.randperm(64, generator=gen(1))
     linear = QuantLinear(qw, None, "reference", torch.float32)
     kernel = linear.kernel
-    kernel.partials = lambda x, row_reduced: torch.stack([kernel(x), torch.zeros_like(kernel(x))]) if x.shape[0] > 1 else None
+
+    def partials(x, row_reduced):  # two splits where the kernel leaves them (M > 1)
+        return torch.stack([kernel(x), torch.zeros_like(kernel(x))]) if x.shape[0] > 1 else None
+
+    kernel.partials = partials
     x = torch.randn(2, 3, 64, generator=gen(2))
     assert linear.partials(x) is None  # eager
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)

@@ -177,7 +177,7 @@ def test_kernels_act_quant_and_checkpoint_layouts_match_reference_in_the_interpr
 def test_a_layer_takes_narrow_tiles_its_split_k_counters_cover():
     """The tune tables gemv tiles of BN = 8 (faster on the 8B per-channel shapes at M = 1): a layer runs them, and
     refuses, naming its counters, a split config whose output tiles outnumber them."""
-    from specbench.quantization.backends.triton_a8 import A8Triton, a8_mm_partials
+    from specbench.quantization.backends.triton_a8 import A8Triton
 
     layer = A8Triton(quantize_rtn(torch.randn(64, 1024), get_scheme("w4a8"), -1), None)
     for split in (1, 2):
