@@ -200,8 +200,9 @@ def test_every_committed_entry_runs_in_a_layer_at_every_m_of_its_bucket():
     from specbench.quantization.backends.triton_layer import TritonLayer
 
     for gpu in ("h200", "h100"):  # the H100's own entries and the H200's it runs
-        for key, entries in kernel_table.load(gpu)["entries"].items():
+        for key in kernel_table.load(gpu)["entries"]:
             scheme, n, k, group, zero_points = kernel_table.parse_key(key)
+            entries = kernel_table.tuned_entries(gpu, n, k, group, scheme, zero_points)  # zp: over the symmetric's
             layer = TritonLayer(n, k, group, scheme, gpu, torch.device("cpu"), zero_points=zero_points)
             buckets = sorted(map(int, entries))
             for low, high in zip([0, *buckets], buckets):
@@ -288,19 +289,20 @@ def test_an_h100_runs_its_own_entries_else_the_h200_ones_and_says_so():
     assert kernel_table.table_of(None) is None
     own = json.loads((kernel_table.TABLES / "h100.json").read_text())
     assert own["gpu"].startswith("NVIDIA H100") and "--gpu h100" in own["command"] and own["entries"]
-    for m in (1, 16, 64):  # no w4a16 entry of its own: the H200's
-        h100, source = kernel_table.choose("h100", 8192, 8192, 128, m)
-        assert h100 == kernel_table.choose("h200", 8192, 8192, 128, m)[0] and source == "table h200 (for h100)"
-    rows = own["entries"]["w4a8:8192x8192:g128"]
-    for m in (1, 16, 32, 64):  # its own buckets (32, 64) over the H200's, the rest the H200's
-        cfg, source = kernel_table.choose("h100", 8192, 8192, 128, m, "w4a8")
-        if str(m) in rows:
-            assert source == "table h100" and cfg == A8Config(**rows[str(m)]["config"])
-        else:
-            h200 = kernel_table.choose("h200", 8192, 8192, 128, m, "w4a8")[0]
-            assert source == "table h200 (for h100)" and cfg == h200
+    for scheme, group, config_cls in [("w4a16", 128, KernelConfig), ("w4a16", 8192, KernelConfig),
+                                      ("w4a8", 128, A8Config)]:
+        rows = own["entries"].get(kernel_table.shape_key(8192, 8192, group, scheme), {})
+        buckets = sorted(map(int, kernel_table.tuned_entries("h100", 8192, 8192, group, scheme)))
+        for m in (1, 4, 16, 32, 64):  # its own buckets over the H200's, the rest the H200's
+            cfg, source = kernel_table.choose("h100", 8192, 8192, group, m, scheme)
+            bucket = str(next(b for b in buckets if b >= m))
+            if bucket in rows:
+                assert source == "table h100" and cfg == config_cls(**rows[bucket]["config"])
+            else:
+                h200 = kernel_table.choose("h200", 8192, 8192, group, m, scheme)[0]
+                assert source == "table h200 (for h100)" and cfg == h200
     assert kernel_table.backend_order("h100", "w4a16")[1] == "table h200 (for h100)"  # its table has no order
-    assert kernel_table.describe_source("h100", 8192, 8192, 128) == "table h200 (for h100)"
+    assert kernel_table.describe_source("h100", 8192, 8192, 8192) == "table h200 (for h100)"  # per-channel
     assert kernel_table.describe_source("h100", 8192, 8192, 128, "w4a8") == "table h100 + table h200 (for h100)"
     assert kernel_table.describe_source("h200", 8192, 8192, 128, "w4a8") == "table h200"
 
