@@ -2,7 +2,8 @@
 # 32, 64) with the committed tables, a tune of this GPU's table (h100 or h200) with --out a copy, the stacks with
 # the tuned table in place, the stacks with the committed table again (A-B-A on one machine). Env: BUCKETS (default
 # "1 64 16 32"), AROUND (default --around-entry; empty: every candidate), BUDGET_S (the tune's, default 300), ONLY
-# (h200: exit at once on another GPU).
+# (h200: exit at once on another GPU), LOOP (1: then the 70B HierSpec loop, the tuned table in this checkout against
+# a copy with the committed one, one process each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *) echo "no table for $name"; exit 1 ;; esac
@@ -25,4 +26,14 @@ cp "$OUT/$gpu.json" "$table"
 stack stack_tuned
 cp /tmp/committed.json "$table"
 stack stack_committed2
+if [ -n "${LOOP:-}" ]; then
+  rm -rf /tmp/base_committed && mkdir /tmp/base_committed && cp -r specbench benchmarks tools /tmp/base_committed/
+  cp "$OUT/$gpu.json" "$table"
+  BASE=/tmp/base_committed ROUNDS=1 TIMEOUT_S=${LOOP_S:-150} bash benchmarks/same_run.sh loop python3 -m \
+    benchmarks.bench_sd_loop --model llama-3-70b-instruct --quant w4a16 --dtype float16 --compile \
+    --compile-scope layer --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 --methods ar,hierspec \
+    --repeats 2
+  for f in "$OUT"/loop_*1; do echo "== $f"; grep -E "^\| (ar|hierspec) " "$f"/bench_sd_loop.md; done
+  (cd "$OUT" && tar czf loop.tgz loop_* && rm -rf loop_*)
+fi
 echo "total $(( $(date +%s) - t0 )) s"
