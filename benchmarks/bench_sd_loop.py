@@ -19,6 +19,8 @@ runner's engine settings), in one process, each method after one warm-up generat
    (``benchmarks.host_gaps``); the trace is kept gzipped beside the results. The tracer slows graph launches most:
    the 8B verify's graph (~670 kernels) launched in ~800 µs traced against 36 µs untraced (H200, session 20), so a
    gap charged to a graph's launch (``graphs.py: __call__``) is mostly the tracer's own.
+5. **bound**: each graph's weights read once at the run's copy bandwidth (``model.footprint``; the KV cache left
+   out), and the share of the graph's isolated time that bound is: how near the roofline each forward runs.
 
 HierSpec at the 8B shape drafts through a Llama-3.2-1B intermediate (``--intermediate``; the 70B's is the W4A16
 8B); SP(6) drafts six tokens with that model. ``--smoke`` runs the tiny shipped shapes on CPU to check the script (no graphs there, so no prediction).
@@ -45,7 +47,7 @@ from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
 from specbench.model import gemv
 from benchmarks import host_gaps
-from benchmarks.common import busy_intervals, free, smoke_parser
+from benchmarks.common import busy_intervals, copy_bandwidth, free, smoke_parser
 from specbench.runner.environment import package_version, ptxas_version
 from specbench.timing.step_replays import decode_replays, step_time
 
@@ -131,8 +133,21 @@ def traced_gaps(run, new_tokens: int, path) -> dict:
             "sites": host_gaps.summarize(gaps, gen.steps), "device_time": host_gaps.device_time(events, gen.steps)}
 
 
+def graph_rows(terms, bandwidth_Bps: float | None) -> list[dict]:
+    """The step's graphs as result rows; with the run's copy bandwidth, each replay's bound (its weights read once at
+    that bandwidth) and the share of its time that bound is."""
+    rows = []
+    for t in terms:
+        bound = t.bound_ms(bandwidth_Bps) if bandwidth_Bps else None
+        rows.append({"label": t.label, "replays_per_step": t.replays_per_step, "median_ms": t.median_ms,
+                     "ms_per_step": t.ms_per_step, "bytes_read": t.bytes_read, "bound_ms": bound,
+                     "of_bound": None if bound is None else bound / t.median_ms})
+    return rows
+
+
 def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, prompt: list[int], new_tokens: int,
-            inner_tau: float, cupti: bool, trace_dir=None, repeats: int = 3) -> dict:
+            inner_tau: float, cupti: bool, trace_dir=None, repeats: int = 3,
+            bandwidth_Bps: float | None = None) -> dict:
     """One method: measured speed, host overhead and Eq. (1) from its graphs' isolated replays."""
     device = engine.device
     inner = ReplayAcceptance(tau=inner_tau)
@@ -166,8 +181,7 @@ def measure(engine: Engine, session, name: str, conf: dict, tau: float | None, p
         terms = step_time(replays, counted.gpu_steps, device)
         step_ms = sum(t.ms_per_step for t in terms)
         predicted = 1e3 * counted.tau / step_ms
-        out.update({"graphs": [{"label": t.label, "replays_per_step": t.replays_per_step, "median_ms": t.median_ms,
-                                "ms_per_step": t.ms_per_step} for t in terms],
+        out.update({"graphs": graph_rows(terms, bandwidth_Bps),
                     "eq1_step_ms": step_ms, "eq1_tok_s": predicted, "eq1_over_measured": predicted / out["tok_s"],
                     # the GPU is busy for at least the graphs' time, so at most this share of the wall is host time
                     "host_overhead_at_most": 1 - step_ms / out["wall_ms_per_step"]})
@@ -217,10 +231,14 @@ def markdown(result: dict) -> str:
                      f"{row['wall_ms_per_step']:.2f} | {row.get('eq1_step_ms', float('nan')):.2f} | "
                      f"{row.get('host_overhead_at_most', float('nan')):.1%} | {ho.get('fraction', float('nan')):.1%} | "
                      f"{row['reverified_steps']} of {row['steps']} |")
-    lines += ["", "Per method, the graphs replayed in a decoding step (isolated median ms x replays per step):", ""]
+    bandwidth = result.get("copy_bandwidth_Bps")
+    lines += ["", "Per method, the graphs replayed in a decoding step (isolated median ms x replays per step"
+              + (f"; in brackets, the share of that time its weights take to read once at this run's copy bandwidth, "
+                 f"{bandwidth / 1e12:.2f} TB/s" if bandwidth else "") + "):", ""]
     for row in result["methods"]:
         if row.get("graphs"):
-            parts = ", ".join(f"{g['label']} {g['median_ms']:.3f} x {g['replays_per_step']:.2f}" for g in row["graphs"])
+            parts = ", ".join(f"{g['label']} {g['median_ms']:.3f} x {g['replays_per_step']:.2f}"
+                              + (f" [{g['of_bound']:.0%}]" if g.get("of_bound") else "") for g in row["graphs"])
             ho = row.get("host_overhead", {})
             hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in row.get("host_profile", [])[:10])
             lines.append(f"- {row['method']}: {parts}. Profiled wall {ho.get('wall_ms_per_step', float('nan')):.2f} "
@@ -276,6 +294,7 @@ def main(argv: list[str] | None = None) -> dict:
         device = "cuda"
         if not torch.cuda.is_available():
             parser.error("no CUDA device; use --smoke for the CPU check")
+    bandwidth = copy_bandwidth(device, 2**30 if device == "cuda" else 2**24)["bandwidth_Bps"]  # before the models
     execution = EngineConf(compile=args.compile, compile_scope=args.compile_scope, device_loop=not args.host_loop)
     engine = Engine(execution, device=device, dtype=args.dtype, max_seq_len=args.prompt + args.new_tokens + 192)
     quant = QuantConf(args.quant, args.backend) if args.quant != "none" else QuantConf()
@@ -289,14 +308,15 @@ def main(argv: list[str] | None = None) -> dict:
               "device_loop": not args.host_loop,
               "prompt_tokens": args.prompt, "new_tokens": args.new_tokens, "target_build_s": time.monotonic() - t0,
               "device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
-              "triton": package_version("triton"), "ptxas": ptxas_version(), "methods": []}
+              "triton": package_version("triton"), "ptxas": ptxas_version(), "copy_bandwidth_Bps": bandwidth,
+              "methods": []}
     table = methods(args)
     for name in args.methods.split(","):
         conf, tau = table[name]
         print(f"{name}...", flush=True)
         try:
             row = measure(engine, session, name, conf, tau, prompt, args.new_tokens, args.inner_tau,
-                          args.cupti, args.out if args.trace else None, args.repeats)
+                          args.cupti, args.out if args.trace else None, args.repeats, bandwidth)
             print(f"  {row['tok_s']:.1f} tok/s, tau {row['tau']:.2f}, Eq. (1) {row.get('eq1_tok_s')}, host overhead "
                   f"<= {row.get('host_overhead_at_most')}", flush=True)
         except Exception as err:  # noqa: BLE001 - a method that fails is reported, the others still run

@@ -297,6 +297,28 @@ def test_bench_sd_loop_smoke(tmp_path):
         walls = row["wall_ms_per_step_runs"]  # three timed generations, the median's wall in the row
         assert len(walls) == 3 and row["wall_ms_per_step"] == sorted(walls)[1]
     assert result["model"] == "tiny-target" and "| hierspec |" in (tmp_path / "bench_sd_loop.md").read_text()
+    assert result["copy_bandwidth_Bps"] > 0  # measured before the models, for each graph's bound on a GPU
+
+
+def test_bench_sd_loop_sets_each_graph_against_its_bandwidth_bound():
+    from benchmarks.bench_sd_loop import graph_rows, markdown
+    from specbench.timing.step_replays import GraphTerm
+
+    terms = [GraphTerm("llama-3-8b-instruct[30]", 2.0, 3.0, 4_650_000_000),
+             GraphTerm("device acceptance (29 nodes)", 2.0, 0.04)]  # no weights counted: no bound
+    rows = graph_rows(terms, 3.1e12)
+    assert rows[0]["bound_ms"] == pytest.approx(1.5) and rows[0]["of_bound"] == pytest.approx(0.5)
+    assert rows[0]["ms_per_step"] == pytest.approx(6.0) and rows[1]["bound_ms"] is rows[1]["of_bound"] is None
+    assert graph_rows(terms, None)[0]["of_bound"] is None  # no bandwidth measured
+    row = {"method": "hierspec", "tau": 4.11, "tok_s": 150.0, "eq1_tok_s": 152.0, "eq1_over_measured": 1.01,
+           "wall_ms_per_step": 27.0, "eq1_step_ms": 26.5, "host_overhead_at_most": 0.02, "reverified_steps": 0,
+           "steps": 62, "graphs": rows, "host_profile": []}
+    result = {"model": "m", "quant": "w4a16", "device": "d", "compile": True, "compile_scope": "layer",
+              "prompt_tokens": 128, "new_tokens": 256, "device_loop": True, "copy_bandwidth_Bps": 3.1e12,
+              "methods": [row]}
+    text = markdown(result)
+    assert "llama-3-8b-instruct[30] 3.000 x 2.00 [50%], device acceptance (29 nodes) 0.040 x 2.00." in text
+    assert "this run's copy bandwidth, 3.10 TB/s" in text
 
 
 def test_busy_ms_is_the_union_of_device_activity():

@@ -10,12 +10,13 @@ from specbench.decoding.generate import Generation, generate
 from specbench.decoding.graphs import GraphedCall, counting_replays
 from specbench.decoding.replay import ReplayAcceptance
 from specbench.engine import Engine
+from specbench.model.footprint import forward_bytes
 from specbench.timing.step_replays import decode_replays, step_time
 
 
-def fake_graph(label: str, calls: list[str]) -> GraphedCall:
+def fake_graph(label: str, calls: list[str], reads: int = 0) -> GraphedCall:
     """A GraphedCall whose captured graph is a stand-in that records its replays (no CUDA needed)."""
-    call = GraphedCall(lambda: None, label=label)
+    call = GraphedCall(lambda: None, label=label, reads=reads)
     call.graph = SimpleNamespace(replay=lambda: calls.append(label))
     return call
 
@@ -35,7 +36,7 @@ def test_counting_replays_counts_each_graph_inside_the_block_only():
 
 def test_decode_replays_subtracts_the_prefill_and_step_time_weights_each_graph():
     calls: list[str] = []
-    prefill, verify, draft = fake_graph("prefill", calls), fake_graph("verify", calls), fake_graph("draft", calls)
+    prefill, verify, draft = fake_graph("prefill", calls), fake_graph("verify", calls, 6000), fake_graph("draft", calls)
 
     def run(new_tokens: int) -> Generation:
         prefill(), verify()  # the prompt's forwards: one of them is also a step's graph
@@ -50,6 +51,8 @@ def test_decode_replays_subtracts_the_prefill_and_step_time_weights_each_graph()
     terms = {t.label: t for t in step_time(replays, gen.steps, "cpu", repeats=3, warmup=1)}
     assert terms["draft"].replays_per_step == 2 and terms["verify"].replays_per_step == 1
     assert terms["draft"].ms_per_step == pytest.approx(2 * terms["draft"].median_ms)
+    assert terms["verify"].bytes_read == 6000 and terms["verify"].bound_ms(3e6) == pytest.approx(2.0)
+    assert terms["draft"].bytes_read == 0 and terms["draft"].bound_ms(3e6) is None  # not counted: no bound
     with pytest.raises(ValueError, match="no decoding step"):
         step_time(replays, 0, "cpu")
 
@@ -77,3 +80,6 @@ def test_an_eagle_step_replays_the_verify_the_first_pass_and_the_expansion_once_
     assert per_step == {"EagleHead[4]": pytest.approx((gen.gpu_steps - 1) / gen.gpu_steps)}
     terms = step_time(replays, gen.gpu_steps, "cuda", repeats=5, warmup=2)
     assert all(t.median_ms > 0 for t in terms) and len(terms) == len(replays)
+    reads = {t.label: t.bytes_read for t in terms}  # each forward's weights; the expansion's, two head passes
+    assert reads["tiny-target[10]"] == forward_bytes(session.model) and reads["device acceptance (9 nodes)"] == 0
+    assert reads["EAGLE expansion (2 passes of 4 rows)"] == 2 * reads["EagleHead[4]"] > 0

@@ -23,6 +23,7 @@ import torch
 
 from specbench.config.checks import COMPILE_SCOPES
 from specbench.decoding.graphs import GraphedCall
+from specbench.model.footprint import forward_bytes
 from specbench.model.transformer import DecoderLayer, Transformer
 
 DEFAULT_BUCKETS = (1, 2, 4, *range(8, 129, 8))
@@ -237,7 +238,8 @@ class ForwardRunner:
                getattr(self.model, "feature_layers", ()))  # an EAGLE-3 drafter widens the target's output
         if key not in self._graphs:
             name = getattr(self.model, "source", None) or type(self.model).__name__
-            self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]")
+            skip = () if layers is None else [m for i, m in enumerate(self.model.model.layers) if i not in layers]
+            self._graphs[key] = GraphedCall(fn, self.pool, f"{name}[{key[0]}]", forward_bytes(self.model, skip))
         return self._graphs[key]
 
     def _forward(self, inputs, layers, last_of: torch.Tensor | None = None, best_only: bool = False):

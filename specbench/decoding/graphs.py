@@ -40,10 +40,11 @@ class GraphedCall:
     overwrites them.
     """
 
-    def __init__(self, fn: Callable, pool=None, label: str = ""):
+    def __init__(self, fn: Callable, pool=None, label: str = "", reads: int = 0):
         self.fn = fn
         self.pool = pool
         self.label = label  # what the graph runs, for reports (e.g. "llama-3-8b-instruct[60]")
+        self.reads = reads  # bytes a replay must read: its forwards' weights (``model.footprint``); 0 = not counted
         self.graph: torch.cuda.CUDAGraph | None = None
         self.inputs: tuple[torch.Tensor, ...] = ()
         self.outputs = None

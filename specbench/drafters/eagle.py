@@ -25,6 +25,7 @@ from specbench.decoding.graphs import GraphedCall
 from specbench.drafters.eagle_head import DraftHead
 from specbench.drafters.registry import DrafterConf, Parts, register
 from specbench.drafters.top_k import top_log_probs
+from specbench.model.footprint import forward_bytes
 from specbench.model.kv_cache import causal_mask
 
 
@@ -148,7 +149,8 @@ class EagleDrafter(Drafter):
             if self.runner.compiled:  # Inductor fuses the passes' small kernels (masks, norms, top-k bookkeeping)
                 expand = torch.compile(expand, fullgraph=True, dynamic=False, mode=self.runner.compile_mode)
             self._expand_graph = GraphedCall(expand, self.runner.pool,
-                                             f"EAGLE expansion ({self.depth - 1} passes of {self.topk} rows)")
+                                             f"EAGLE expansion ({self.depth - 1} passes of {self.topk} rows)",
+                                             (self.depth - 1) * forward_bytes(self.runner.model))
         return self._expand_graph(h_root, logits_root, start)
 
     def _expand_tree(self, h_root: torch.Tensor, logits_root: torch.Tensor, start: torch.Tensor):

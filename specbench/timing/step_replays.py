@@ -7,7 +7,8 @@ prompt (its prefill); ``step_time`` replays each counted graph alone (CUDA event
 last received) and sums count x time per step. That sum is ``d * T_d + T_v(n)`` of Eq. (1) (``analysis/eq1.py``)
 measured in isolation, so ``tau / step_time`` is the speed Eq. (1) predicts for the run. Eager work between the
 graphs (acceptance, the n-gram lookup, cache compaction, input staging) and host time the GPU waits for are not in
-it: the measured speed falls short of the prediction by exactly what they cost.
+it: the measured speed falls short of the prediction by exactly what they cost. Each term also carries the bytes its
+graph must read (``model.footprint``), for its bound at a measured bandwidth.
 """
 
 from __future__ import annotations
@@ -27,10 +28,15 @@ class GraphTerm:
     label: str  # what the graph runs (GraphedCall.label)
     replays_per_step: float
     median_ms: float  # one isolated replay
+    bytes_read: int = 0  # what one replay must read (GraphedCall.reads); 0 = not counted
 
     @property
     def ms_per_step(self) -> float:
         return self.replays_per_step * self.median_ms
+
+    def bound_ms(self, bandwidth_Bps: float) -> float | None:
+        """One replay's time if it only read its ``bytes_read`` at ``bandwidth_Bps`` (None where not counted)."""
+        return 1e3 * self.bytes_read / bandwidth_Bps if self.bytes_read else None
 
 
 def decode_replays(generate: Callable[[int], Generation], new_tokens: int) -> tuple[dict[GraphedCall, int],
@@ -52,5 +58,5 @@ def step_time(replays: dict[GraphedCall, int], steps: int, device: torch.device 
     terms = []
     for call, count in replays.items():
         timing = time_calls(call.graph.replay, device, replays=repeats, warmup=warmup)
-        terms.append(GraphTerm(call.label or "unnamed graph", count / steps, timing.median_ms))
+        terms.append(GraphTerm(call.label or "unnamed graph", count / steps, timing.median_ms, call.reads))
     return sorted(terms, key=lambda t: -t.ms_per_step)
