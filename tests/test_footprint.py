@@ -35,3 +35,16 @@ def test_layers_a_forward_skips_are_not_read():
     model, count = meta_model("llama-3-8b-instruct")
     skipped = [model.model.layers[i] for i in (1, 5, 30)]
     assert forward_bytes(model) - forward_bytes(model, skipped) == 3 * 4 * count["per_layer"]
+
+
+def test_a_forward_runners_graph_reads_the_weights_of_the_layers_it_runs():
+    from specbench.config import EngineConf, ModelConf
+    from specbench.decoding.forward import ForwardRunner
+    from specbench.engine import Engine
+
+    model = Engine(EngineConf(), device="cpu").model(ModelConf("tiny-target", shape_only=True))
+    runner = ForwardRunner(model, 64)  # the graphs are captured on their first call, so none runs here
+    whole, pruned = runner._graph((8, False), None, lambda: None), runner._graph((8, False), [0, 2], lambda: None)
+    layers = model.model.layers
+    assert len(layers) > 3 and whole.label == pruned.label == "tiny-target[8]"
+    assert whole.reads == forward_bytes(model) > pruned.reads == forward_bytes(model, [layers[1], *layers[3:]])
