@@ -1,9 +1,10 @@
-# Session 50's W4A16 tune-and-compare call (~2.5-5 min; carry [".whl"]): the W4A16 g128 stacks (70B, 8B; M = 1, 16,
-# 32, 64) with the committed tables, a tune of this GPU's table (h100 or h200) with --out a copy, the stacks with
-# the tuned table in place, the stacks with the committed table again (A-B-A on one machine). Env: BUCKETS (default
-# "1 64 16 32"), AROUND (default --around-entry; empty: every candidate), BUDGET_S (the tune's, default 300), ONLY
-# (h200: exit at once on another GPU), LOOP (1: then the 70B HierSpec loop, the tuned table in this checkout against
-# a copy with the committed one, one process each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side).
+# Session 50's tune-and-compare call (~2.5-5 min; carry [".whl"]): the stacks of SCHEMES (default w4a16) for the 70B
+# and 8B at M = 1, 16, 32, 64 with the committed tables, a tune of this GPU's table (h100 or h200) with --out a copy,
+# the stacks with the tuned table in place, then with the committed table again (A-B-A on one machine). Env: GROUPS
+# (the tune's, default 128; -1 per-channel), BUCKETS (default "1 64 16 32"), AROUND (default --around-entry; empty:
+# every candidate), BUDGET_S (the tune's, default 300), ONLY (h200 or h100: exit at once on another GPU), LOOP (1:
+# then the 70B HierSpec loop, the tuned table in this checkout against a copy with the committed one, one process
+# each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *) echo "no table for $name"; exit 1 ;; esac
@@ -12,14 +13,15 @@ table=specbench/quantization/tables/$gpu.json
 t0=$(date +%s)
 stack() {
   timeout 100 python3 -m benchmarks.bench_quant_linear --models llama-3-70b llama-3-8b --backends triton \
-    --schemes w4a16 --dtype float16 --ms 1 16 32 64 --no-dense --budget-s 80 --out "$OUT/$1" > "$OUT/$1.log" 2>&1
+    --schemes ${SCHEMES:-w4a16} --dtype float16 --ms 1 16 32 64 --no-dense --budget-s 80 --out "$OUT/$1" \
+    > "$OUT/$1.log" 2>&1
   echo "$1 rc $? $(( $(date +%s) - t0 )) s"; rm -f "$OUT/$1"/*.png
-  python3 -c "import json, sys; [print(r['model'], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 1) for k, v in r['per_shape_ms'].items()}, r['autotune']) for r in json.load(open(sys.argv[1]))['rows']]" "$OUT/$1/quant_linear.json"
+  python3 -c "import json, sys; [print(r['model'], r['scheme'], r['group_size'], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 1) for k, v in r['per_shape_ms'].items()}, r['autotune']) for r in json.load(open(sys.argv[1]))['rows']]" "$OUT/$1/quant_linear.json"
 }
 cp "$table" /tmp/committed.json
 stack stack_committed
-timeout $(( ${BUDGET_S:-300} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes w4a16 \
-  --models llama-3-70b llama-3-8b --buckets ${BUCKETS:-1 64 16 32} --groups 128 ${AROUND---around-entry} \
+timeout $(( ${BUDGET_S:-300} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes ${SCHEMES:-w4a16} \
+  --models llama-3-70b llama-3-8b --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUPS:-128} ${AROUND---around-entry} \
   --budget-s ${BUDGET_S:-300} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-160
 cp "$OUT/$gpu.json" "$table"
