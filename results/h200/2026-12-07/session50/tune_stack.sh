@@ -4,7 +4,8 @@
 # (the tune's, default 128; -1 per-channel), BUCKETS (default "1 64 16 32"), AROUND (default --around-entry; empty:
 # every candidate), BUDGET_S (the tune's, default 300), ONLY (h200 or h100: exit at once on another GPU), LOOP (1:
 # then the 70B HierSpec loop, the tuned table in this checkout against a copy with the committed one, one process
-# each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side).
+# each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side), MODELS (default "llama-3-70b llama-3-8b";
+# session 51).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *) echo "no table for $name"; exit 1 ;; esac
@@ -12,7 +13,7 @@ case $name in *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *) echo "no table for $nam
 table=specbench/quantization/tables/$gpu.json
 t0=$(date +%s)
 stack() {
-  timeout 100 python3 -m benchmarks.bench_quant_linear --models llama-3-70b llama-3-8b --backends triton \
+  timeout 100 python3 -m benchmarks.bench_quant_linear --models ${MODELS:-llama-3-70b llama-3-8b} --backends triton \
     --schemes ${SCHEMES:-w4a16} --dtype float16 --ms 1 16 32 64 --no-dense --budget-s 80 --out "$OUT/$1" \
     > "$OUT/$1.log" 2>&1
   echo "$1 rc $? $(( $(date +%s) - t0 )) s"; rm -f "$OUT/$1"/*.png
@@ -21,7 +22,8 @@ stack() {
 cp "$table" /tmp/committed.json
 stack stack_committed
 timeout $(( ${BUDGET_S:-300} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes ${SCHEMES:-w4a16} \
-  --models llama-3-70b llama-3-8b --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUPS:-128} ${AROUND---around-entry} \
+  --models ${MODELS:-llama-3-70b llama-3-8b} --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUPS:-128} \
+  ${AROUND---around-entry} \
   --budget-s ${BUDGET_S:-300} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-160
 cp "$OUT/$gpu.json" "$table"

@@ -1,11 +1,11 @@
-# Session 51's first call (carry [".whl"]), on whichever card comes. H200: session 50's queued tune of the M = 1 and
-# 16 buckets with A-B-A stacks and the 70B HierSpec loop, tuned table against committed (~9.5 min). H100: the 70B
-# HierSpec loop once with the committed tables (per-graph shares of the bandwidth bound) and the GPU step-replay tests
-# that check a graph's bytes (~4 min).
+# Session 51's first call (carry [".whl"]; base/ = `git archive HEAD`, as benchmarks/same_run.sh says), on whichever
+# card comes. H200: session 40's queued W4A8 g128 tune with the scaled one-dot tiles (buckets 16-64 over the full
+# grid), the W4A8 stacks against base/ and the W4A8 agreement (~9 min). H100: the 70B HierSpec loop once with the
+# committed tables (per-graph shares of the bandwidth bound) and the GPU step-replay tests (~4 min).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in
-  *H200*) ONLY=h200 LOOP=1 AROUND= BUCKETS="1 16" BUDGET_S=220 bash results/h200/2026-12-07/session50/tune_stack.sh ;;
+  *H200*) bash results/h200/2026-12-06/session40/scaled_h200.sh ;;
   *H100*)
     t0=$(date +%s)
     timeout 300 python3 -m benchmarks.bench_sd_loop --model llama-3-70b-instruct --quant w4a16 --dtype float16 \
