@@ -392,6 +392,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.zero_points and args.schemes != ["w4a16"]:
         parser.error("--zero-points times the w4a16 kernel only: add --schemes w4a16")
+    offered = {g for s in args.schemes for g in SCHEMES[s].group_sizes}
+    if unknown := [g for g in args.groups if g not in offered]:
+        parser.error(f"--groups {' '.join(map(str, unknown))}: no scheme of {' '.join(args.schemes)} takes that group "
+                     f"size; they take {' '.join(map(str, sorted(offered)))} (-1: per-channel)")
     t0, dtype = time.monotonic(), getattr(torch, args.dtype)
     found = kernel_table.gpu_key()
     if found != args.gpu:

@@ -1,6 +1,6 @@
 # Session 42 (an H200 or H100, ~4 min): each 70B layer's committed config beside a kernel that only loads what its
 # programs load (benchmarks/bench_tile_reads.py): is T(64) bound by the activation tiles re-read from L2 per N tile?
-# W4A16 g128 and W4A8 per-channel at M = 1 / 32 / 64 (SCHEMES, GROUPS, MS change it). Carry [".whl"].
+# W4A16 g128 and W4A8 per-channel at M = 1 / 32 / 64 (SCHEMES_GROUPS, MS change it). Carry [".whl"].
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

@@ -1,6 +1,6 @@
 # Session 50's tune-and-compare call (~2.5-5 min; carry [".whl"]): the stacks of SCHEMES (default w4a16) for the 70B
 # and 8B at M = 1, 16, 32, 64 with the committed tables, a tune of this GPU's table (h100 or h200) with --out a copy,
-# the stacks with the tuned table in place, then with the committed table again (A-B-A on one machine). Env: GROUPS
+# the stacks with the tuned table in place, then with the committed table again (A-B-A on one machine). Env: GROUP_SIZES
 # (the tune's, default 128; -1 per-channel), BUCKETS (default "1 64 16 32"), AROUND (default --around-entry; empty:
 # every candidate), BUDGET_S (the tune's, default 300), ONLY (h200 or h100: exit at once on another GPU), LOOP (1:
 # then the 70B HierSpec loop, the tuned table in this checkout against a copy with the committed one, one process
@@ -22,7 +22,7 @@ stack() {
 cp "$table" /tmp/committed.json
 stack stack_committed
 timeout $(( ${BUDGET_S:-300} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes ${SCHEMES:-w4a16} \
-  --models ${MODELS:-llama-3-70b llama-3-8b} --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUPS:-128} \
+  --models ${MODELS:-llama-3-70b llama-3-8b} --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUP_SIZES:-128} \
   ${AROUND---around-entry} \
   --budget-s ${BUDGET_S:-300} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-160
