@@ -232,6 +232,28 @@ def test_lookup_buckets_and_heuristic_fallback():
     assert check_shape(384, 2048, 64, cfg) is None
 
 
+def test_an_untuned_weight_runs_the_nearest_tuned_weights_entries():
+    """Qwen3-8B's gate/up (24576 x 4096) and down (4096 x 12288) have no W4A16 entry; they run Llama-3-8B's
+    (28672 x 4096, 4096 x 14336: within ``NEAR`` in N and K), and the layer says whose. A weight of another group kind,
+    or farther away, does not borrow."""
+    entries = {"28672x4096:g128": {"1": {"config": {"path": "gemv"}}}, "24576x4096:channel": {"1": {}},
+               "4096x14336:g128": {"16": {"config": {}}}, "4096x14336:g128:zp": {"16": {"config": {"BN": 1}}},
+               "w4a8:24576x4096:g128": {"1": {}}, "14336x4096:g128": {"1": {}}}
+    assert kernel_table.nearest_entries(entries, 24576, 4096, 128) == {"1": {"config": {"path": "gemv"},
+                                                                             "from": "28672x4096"}}
+    assert kernel_table.nearest_entries(entries, 4096, 12288, 128)["16"]["from"] == "4096x14336"
+    assert kernel_table.nearest_entries(entries, 4096, 12288, 128, zero_points=True)["16"]["config"] == {"BN": 1}
+    assert kernel_table.nearest_entries(entries, 24576, 4096, 4096) == {}  # per-channel: no 4096-wide neighbour
+    assert kernel_table.nearest_entries(entries, 8192, 8192, 128) == {}  # 2x away in K
+    assert kernel_table.nearest_entries(entries, 28672, 4096, 128) == {}  # not itself; 14336 is 2x away
+    for n, k, near in [(24576, 4096, "28672x4096"), (4096, 12288, "4096x14336")]:
+        for m in (1, 16, 64):
+            cfg, source = kernel_table.choose("h200", n, k, 128, m)
+            assert source == f"table h200, {near}'s entry" and check_shape(n, k, 128, cfg) is None, (n, k, m)
+        assert kernel_table.describe_source("h200", n, k, 128).endswith(f"{near}'s entries (no entry of its own)")
+    assert kernel_table.describe_source("h200", 384, 2048, 128) == "heuristic (no table entry)"
+
+
 HOPPER_HEURISTIC = textwrap.dedent("""
     import torch
     from specbench.quantization import QuantLinear, get_scheme, quantize_rtn, kernel_table

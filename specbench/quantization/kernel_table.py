@@ -4,7 +4,8 @@ backend order ``quant.backend=auto`` follows per scheme (``backends``, from ``be
 Tables live in ``specbench/quantization/tables/<gpu>.json`` (``<gpu>`` = "h200", "h100", "h800", from the CUDA
 device name) and are written by ``python -m specbench.quantization.tune --gpu <gpu>``; nothing is tuned at run time.
 A lookup takes the entry of the smallest tuned M bucket >= M (else the largest) for the weight's
-(N, K, group kind); a shape with no entry uses ``heuristic``, and the answer says which it was. W4A16 weights with
+(N, K, group kind); a shape with no entry runs those of the nearest tuned shape of its kind (``nearest_entries``,
+within ``NEAR`` in N and K), else ``heuristic``, and the answer says which it was. W4A16 weights with
 zero points (AWQ, asymmetric GPTQ) have entries of their own (``tune --zero-points``: the kernel that subtracts a
 loaded zero point is not the one that subtracts 8), keyed ``NxK:<group kind>:zp``; an M bucket they lack is the
 symmetric weight's.
@@ -45,6 +46,7 @@ GPUS = ("h200", "h100", "h800")  # all sm_90: their heuristic is ``heuristic_hop
 SMS = {"h200": 132, "h100": 132, "h800": 132}
 # the same architecture (sm_90) and SM count: a GPU without a committed table of its own runs its sibling's entries
 SIBLINGS = {"h100": "h200", "h800": "h200"}
+NEAR = 1.5  # an untuned weight runs the entries of a tuned one at most this factor away in N and in K
 MAX_SPLIT_M = 128  # larger M (prefill) never splits K, so the counters need only cover M <= 128
 
 
@@ -220,6 +222,9 @@ def describe_source(gpu: str | None, n: int, k: int, group: int, scheme: str = "
     rows = entries.get(shape_key(n, k, group, scheme))
     if rows:
         return entries_label(gpu, rows) + (" (symmetric weight's entries)" if zero_points else "")
+    near = nearest_entries(entries, n, k, group, scheme, zero_points)
+    if near:
+        return f"{entries_label(gpu, near)}, {next(iter(near.values()))['from']}'s entries (no entry of its own)"
     return "heuristic (no table entry)"
 
 
@@ -254,10 +259,34 @@ def weight_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4a
     return {**entries.get(shape_key(n, k, group, scheme), {}), **own}
 
 
+def nearest_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4a16",
+                    zero_points: bool = False) -> dict:
+    """The ``weight_entries`` of the tuned weight nearest to [N, K] (the product of the N and K ratios, each at most
+    ``NEAR``) of the same scheme, group kind and zero-point kind, each entry marked with that weight's shape under
+    "from" ({} when none is that near): an untuned layer of a model like a shipped one (Qwen3-8B's gate/up and down
+    beside Llama-3-8B's) runs its neighbour's tiles, where ``check`` passes, rather than the heuristic's."""
+    kind = group_kind(k, group)
+
+    def distance(t: TableKey) -> float:
+        ratios = (max(t.n / n, n / t.n), max(t.k / k, k / t.k))
+        return ratios[0] * ratios[1] if max(ratios) <= NEAR else float("inf")
+
+    near = [(distance(t), key, t) for key in entries if not (t := parse_key(key)).zero_points
+            and (t.scheme, group_kind(t.k, t.group)) == (scheme, kind) and (t.n, t.k) != (n, k)]
+    if not near or (best := min(near))[0] == float("inf"):
+        return {}
+    t = best[2]
+    return {b: {**e, "from": f"{t.n}x{t.k}"}
+            for b, e in weight_entries(entries, t.n, t.k, t.group, scheme, zero_points).items()}
+
+
 def tuned_entries(gpu: str | None, n: int, k: int, group: int, scheme: str = "w4a16",
                   zero_points: bool = False) -> dict:
-    """``weight_entries`` of the committed table for ``gpu``."""
-    return weight_entries(load(gpu).get("entries", {}), n, k, group, scheme, zero_points)
+    """``weight_entries`` of the committed tables for ``gpu``, else those of the nearest tuned weight
+    (``nearest_entries``)."""
+    entries = load(gpu).get("entries", {})
+    return (weight_entries(entries, n, k, group, scheme, zero_points)
+            or nearest_entries(entries, n, k, group, scheme, zero_points))
 
 
 def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w4a16",
@@ -278,5 +307,5 @@ def choose(gpu: str | None, n: int, k: int, group: int, m: int, scheme: str = "w
         if cfg is not None and m > MAX_SPLIT_M and cfg.split > 1:
             cfg = config_cls(**{**cfg.as_dict(), "split": 1})
         if cfg is not None and check(n, k, group, cfg) is None:
-            return cfg, table_label(gpu, entry.get("table"))
+            return cfg, table_label(gpu, entry.get("table")) + (f", {entry['from']}'s entry" if "from" in entry else "")
     return fallback(n, k, group, m, SMS.get(gpu, 132), hopper), "heuristic"
