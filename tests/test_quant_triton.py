@@ -565,9 +565,10 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
     assert "w4a16 8192x8192 g128 M=64: 3 candidates skipped" in table["errors"]
 
 
-def test_a_tune_refuses_a_group_size_no_requested_scheme_takes(capsys):
+def test_a_tune_refuses_a_group_size_or_linear_it_would_find_nothing_to_time_for(capsys):
     """``--groups 0`` (bash's own ``GROUPS``, the user's group id, once reached a device call as the group size) timed
-    nothing and wrote the table back unchanged; it is refused, before any GPU is needed, naming the sizes offered."""
+    nothing and wrote the table back unchanged; it is refused, before any GPU is needed, naming the sizes offered, and
+    so is an unknown ``--shapes`` label."""
     from specbench.quantization import tune
 
     with pytest.raises(SystemExit):
@@ -577,6 +578,9 @@ def test_a_tune_refuses_a_group_size_no_requested_scheme_takes(capsys):
     with pytest.raises(SystemExit):  # w8a8_int8 is per-channel only
         tune.main(["--gpu", "h100", "--schemes", "w8a8_int8", "--groups", "128"])
     assert "--groups 128:" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # a misspelt linear would leave nothing to time
+        tune.main(["--gpu", "h100", "--shapes", "gateup"])
+    assert "invalid choice: 'gateup'" in capsys.readouterr().err
 
 
 def test_timed_graphs_cycle_the_weight_copies_to_enough_launches():

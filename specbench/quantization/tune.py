@@ -53,6 +53,7 @@ from specbench.runner.environment import ptxas_version
 
 # the shipped configs' distinct linear shapes (Llama-3.1-8B and 3.3-70B share these; Qwen3-8B is Quasar's target)
 MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct", "qwen3-8b": "qwen3-8b"}
+LINEARS = ("qkv", "o", "gate_up", "down")  # one decoder layer's linears as the model runs them, in order
 BUCKETS = (1, 16, 64, 4, 32, 128)  # tuned in this order, so a cut-off run has the main ones
 GROUPS = (128, -1)  # g128 and per-channel
 L2_DEFEAT_BYTES = 192 * 2**20
@@ -71,8 +72,7 @@ def model_shapes(name: str) -> tuple[list[tuple[str, int, int]], int]:
     c = ModelConfig.from_hf(load_hf_config(MODELS[name]))
     h, i = c.hidden_size, c.intermediate_size
     q, kv = c.num_attention_heads * c.head_dim, c.num_key_value_heads * c.head_dim
-    shapes = [("qkv", h, q + 2 * kv), ("o", q, h), ("gate_up", h, 2 * i), ("down", i, h)]
-    return shapes, c.num_hidden_layers
+    return list(zip(LINEARS, (h, q, h, i), (q + 2 * kv, h, 2 * i, h))), c.num_hidden_layers
 
 
 def both_k_ranges(configs: list) -> list:
@@ -373,8 +373,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--buckets", nargs="+", type=int, default=list(BUCKETS))
     parser.add_argument("--groups", nargs="+", type=int, default=list(GROUPS),
                         help="-1: per-channel; a scheme takes only the ones it supports")
-    parser.add_argument("--shapes", nargs="+", default=None, help="only these linears (labels of model_shapes: qkv, "
-                        "o, gate_up, down); default: all")
+    parser.add_argument("--shapes", nargs="+", default=None, choices=LINEARS,
+                        help="only these linears (``model_shapes``' labels); default: all")
     parser.add_argument("--paths", nargs="+", default=["gemv", "dot"], choices=["gemv", "dot"],
                         help="time only candidates of these paths (besides the heuristic's config and the current "
                         "entry); default: both")
