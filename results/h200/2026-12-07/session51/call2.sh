@@ -6,7 +6,7 @@
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in
-  *H200*) bash results/h200/2026-12-06/session40/scaled_h200.sh ;;
+  *H200*) TUNE_S=240 bash results/h200/2026-12-06/session40/scaled_h200.sh ;;
   *H100*)
     ROUNDS=2 TIMEOUT_S=75 bash benchmarks/same_run.sh qwen python3 -m benchmarks.bench_quant_linear --models qwen3-8b \
       --backends triton --schemes w4a16 w4a8 --dtype float16 --ms 1 16 32 64 --no-dense --budget-s 60
