@@ -8,7 +8,7 @@ name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in
   *H200*) TUNE_S=240 bash results/h200/2026-12-06/session40/scaled_h200.sh ;;
   *H100*)
-    ROUNDS=2 TIMEOUT_S=75 bash benchmarks/same_run.sh qwen python3 -m benchmarks.bench_quant_linear --models qwen3-8b \
+    ROUNDS=${ROUNDS:-2} TIMEOUT_S=75 bash benchmarks/same_run.sh qwen python3 -m benchmarks.bench_quant_linear --models qwen3-8b \
       --backends triton --schemes w4a16 w4a8 --dtype float16 --ms 1 16 32 64 --no-dense --budget-s 60
     for f in "$OUT"/qwen_*[12]; do python3 -c "import json, sys; [print(sys.argv[2], r['scheme'], r['group_size'], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 1) for k, v in r['per_shape_ms'].items()}, r['autotune']) for r in json.load(open(sys.argv[1]))['rows']]" "$f/quant_linear.json" "$(basename $f)"; done
     rm -f "$OUT"/qwen_*/*.png; (cd "$OUT" && tar czf qwen.tgz qwen_* && rm -rf qwen_*)
