@@ -208,6 +208,11 @@ def device_time_line(t: dict) -> str:
             f"Graphs on the device: {graphs}.")
 
 
+def measured(value: float | None, spec: str) -> str:
+    """``value`` formatted, or "–" where it was not measured (None or NaN: no CUPTI run, no graph replayed)."""
+    return "–" if value is None or value != value else format(value, spec)
+
+
 def markdown(result: dict) -> str:
     lines = [f"# The SD loop against its forwards' GPU time: {result['model']} ({result['quant']}), {result['device']}",
              "", f"compile {result['compile']} (scope {result['compile_scope']}), prompt {result['prompt_tokens']}, "
@@ -228,8 +233,8 @@ def markdown(result: dict) -> str:
         lines.append(f"| {row['method']} | {row['tau']:.2f} | {row['tok_s']:.1f} | "
                      f"{'–' if pred is None else f'{pred:.1f}'} | "
                      f"{'–' if pred is None else format(row['eq1_over_measured'], '.3f')} | "
-                     f"{row['wall_ms_per_step']:.2f} | {row.get('eq1_step_ms', float('nan')):.2f} | "
-                     f"{row.get('host_overhead_at_most', float('nan')):.1%} | {ho.get('fraction', float('nan')):.1%} | "
+                     f"{row['wall_ms_per_step']:.2f} | {measured(row.get('eq1_step_ms'), '.2f')} | "
+                     f"{measured(row.get('host_overhead_at_most'), '.1%')} | {measured(ho.get('fraction'), '.1%')} | "
                      f"{row['reverified_steps']} of {row['steps']} |")
     bandwidth = result.get("copy_bandwidth_Bps")
     lines += ["", "Per method, the graphs replayed in a decoding step (isolated median ms x replays per step"
@@ -241,7 +246,7 @@ def markdown(result: dict) -> str:
                               + (f" [{g['of_bound']:.0%}]" if g.get("of_bound") else "") for g in row["graphs"])
             ho = row.get("host_overhead", {})
             hot = ", ".join(f"{r['function']} {r['own_us_per_step']:.0f}" for r in row.get("host_profile", [])[:10])
-            lines.append(f"- {row['method']}: {parts}. Profiled wall {ho.get('wall_ms_per_step', float('nan')):.2f} "
+            lines.append(f"- {row['method']}: {parts}. Profiled wall {measured(ho.get('wall_ms_per_step'), '.2f')} "
                          f"ms/step; host own µs per step (cProfile): {hot}")
             if "device_time" in ho:
                 lines.append(f"  - device time per step (CUPTI alone; the generation's prefill, busy "
