@@ -229,10 +229,8 @@ def markdown(result: dict) -> str:
             lines.append(f"| {row['method']} | – | – | – | – | – | – | – | {row['error']} | – |")
             continue
         ho = row.get("host_overhead", {})
-        pred = row.get("eq1_tok_s")
         lines.append(f"| {row['method']} | {row['tau']:.2f} | {row['tok_s']:.1f} | "
-                     f"{'–' if pred is None else f'{pred:.1f}'} | "
-                     f"{'–' if pred is None else format(row['eq1_over_measured'], '.3f')} | "
+                     f"{measured(row.get('eq1_tok_s'), '.1f')} | {measured(row.get('eq1_over_measured'), '.3f')} | "
                      f"{row['wall_ms_per_step']:.2f} | {measured(row.get('eq1_step_ms'), '.2f')} | "
                      f"{measured(row.get('host_overhead_at_most'), '.1%')} | {measured(ho.get('fraction'), '.1%')} | "
                      f"{row['reverified_steps']} of {row['steps']} |")

@@ -30,6 +30,7 @@ that about two programs per SM run (at most 16 splits), for M <= 128.
 from __future__ import annotations
 
 import json
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -267,15 +268,14 @@ def nearest_entries(entries: dict, n: int, k: int, group: int, scheme: str = "w4
     beside Llama-3-8B's) runs its neighbour's tiles, where ``check`` passes, rather than the heuristic's."""
     kind = group_kind(k, group)
 
-    def distance(t: TableKey) -> float:
-        ratios = (max(t.n / n, n / t.n), max(t.k / k, k / t.k))
-        return ratios[0] * ratios[1] if max(ratios) <= NEAR else float("inf")
+    def ratios(t: TableKey) -> tuple[float, float]:
+        return max(t.n / n, n / t.n), max(t.k / k, k / t.k)
 
-    near = [(distance(t), key, t) for key in entries if not (t := parse_key(key)).zero_points
-            and (t.scheme, group_kind(t.k, t.group)) == (scheme, kind) and (t.n, t.k) != (n, k)]
-    if not near or (best := min(near))[0] == float("inf"):
+    near = [t for t in map(parse_key, entries) if not t.zero_points and (t.n, t.k) != (n, k)
+            and (t.scheme, group_kind(t.k, t.group)) == (scheme, kind) and max(ratios(t)) <= NEAR]
+    if not near:
         return {}
-    t = best[2]
+    t = min(near, key=lambda t: (math.prod(ratios(t)), t.n, t.k))
     return {b: {**e, "from": f"{t.n}x{t.k}"}
             for b, e in weight_entries(entries, t.n, t.k, t.group, scheme, zero_points).items()}
 
