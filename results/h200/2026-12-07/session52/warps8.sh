@@ -4,7 +4,7 @@
 # (the 8B verify of 30 in HierSpec, issue #16's open floor) over every DEQ 5/6/9 candidate, 4 and 8 warps, into a
 # copy of this GPU's table; which entries took 8 warps; the 8B stack at M = 16/32 with the tuned table against the
 # committed one (A-B-A); the W4A16 kernel agreement with the tuned table (the tune itself tables a winner only if it
-# agrees with an fp32 matmul). Env: TUNE_S (the tune's budget, default 180), AGREE=0 (no agreement run; ~3.5 min).
+# agrees with an fp32 matmul). Env: TUNE_S (the tune's budget, default 180), AGREE=0 (no agreement run; ~3.5 min), BUCKETS (the tune's, default "32 16"), MS (the stacks', default "1 16 32").
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
@@ -13,7 +13,7 @@ cp "$table" /tmp/committed.json
 sed -i 's/^WARP_GROUP_LIMITED = (6, 9)/WARP_GROUP_LIMITED = ()/' specbench/quantization/int4_kernel.py
 grep -n "^WARP_GROUP_LIMITED" specbench/quantization/int4_kernel.py
 timeout $(( ${TUNE_S:-180} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes w4a16 \
-  --models llama-3-8b --buckets 32 16 --groups 128 --deq 5 6 9 --paths dot --budget-s ${TUNE_S:-180} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
+  --models llama-3-8b --buckets ${BUCKETS:-32 16} --groups 128 --deq 5 6 9 --paths dot --budget-s ${TUNE_S:-180} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-330
 python3 - "$OUT/$gpu.json" /tmp/committed.json <<'PY'
 import json, sys
@@ -26,7 +26,7 @@ for key in ("6144x4096:g128", "4096x4096:g128", "28672x4096:g128", "4096x14336:g
 PY
 stack() {
   timeout 60 python3 -m benchmarks.bench_quant_linear --models llama-3-8b --backends triton --schemes w4a16 \
-    --dtype float16 --ms 1 16 32 --no-dense --budget-s 45 --out "$OUT/$1" > "$OUT/$1.log" 2>&1
+    --dtype float16 --ms ${MS:-1 16 32} --no-dense --budget-s 45 --out "$OUT/$1" > "$OUT/$1.log" 2>&1
   python3 -c "import json, sys; [print(sys.argv[2], r['M'], round(r['stack_ms'], 3), {k: round(v * 1e3, 1) for k, v in r['per_shape_ms'].items()}) for r in json.load(open(sys.argv[1]))['rows']]" "$OUT/$1/quant_linear.json" $1
   rm -f "$OUT/$1"/*.png
 }
