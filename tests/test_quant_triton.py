@@ -505,6 +505,8 @@ def test_tune_narrows_to_paths_and_modes_but_keeps_the_heuristic_and_the_entry()
     both = narrowed(cands, 1, ["gemv", "dot"], [5])  # --deq narrows the dot candidates only
     assert {c.path for c in both[1:]} == {"gemv", "dot"} and all(c.DEQ == 5 for c in both[1:] if c.path == "dot")
     assert entry not in both[1:] and narrowed(cands, 2, ["gemv", "dot"], None) == cands
+    eight = narrowed(cands, 2, ["dot"], [5], [8])  # --warps narrows every path
+    assert eight[:2] == cands[:2] and len(eight) > 2 and all(c.warps == 8 and c.DEQ == 5 for c in eight[2:])
 
 
 def test_tune_neighbours_change_one_field_a_step_and_toggle_scales_ahead():

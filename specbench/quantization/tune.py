@@ -1,8 +1,8 @@
 """Time the Triton kernels' candidate configs for every linear shape of the shipped models; write the table.
 
     python -m specbench.quantization.tune --gpu h200 [--schemes w4a16 w8a8_int8 w4a8] [--budget-s 300] [--out PATH]
-        [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--zero-points]
-        [--around-entry] [--dtype float16]
+        [--models llama-3-70b] [--shapes qkv gate_up] [--buckets 1 16 64] [--groups 128] [--deq 3] [--warps 8]
+        [--zero-points] [--around-entry] [--dtype float16]
 
 For each scheme's kernel (w4a16: ``int4_kernel``; w8a8_int8 / w4a8: ``int8_kernel``), each (N, K, group kind) of
 Llama-3-8B/70B's and Qwen3-8B's linears and each M bucket, every candidate is timed on random weights as CUDA-graph
@@ -157,11 +157,11 @@ def neighbours(cfg) -> list:
     return [c for c in dict.fromkeys(near) if c != cfg]
 
 
-def narrowed(cands: list, kept: int, paths: list[str], deq: list[int] | None) -> list:
+def narrowed(cands: list, kept: int, paths: list[str], deq: list[int] | None, warps: list[int] | None = None) -> list:
     """The first ``kept`` candidates (the heuristic's config, the current entry) and, of the rest, those on ``paths``;
-    with ``deq``, dot candidates only of those modes."""
+    with ``deq``, dot candidates only of those modes; with ``warps``, only candidates of those warp counts."""
     return [c for i, c in enumerate(cands) if i < kept or (c.path in paths and (
-        deq is None or c.path == "gemv" or c.DEQ in deq))]
+        deq is None or c.path == "gemv" or c.DEQ in deq) and (warps is None or c.warps in warps))]
 
 
 def final_round(timed: list[tuple[float, object]], runner, weights: list[tuple], replays: int,
@@ -380,6 +380,8 @@ def main(argv: list[str] | None = None) -> dict:
                         "entry); default: both")
     parser.add_argument("--deq", nargs="+", type=int, default=None, help="w4a16: time only dot candidates with these "
                         "DEQ modes (besides the heuristic's config and the current entry), e.g. 3; default: all")
+    parser.add_argument("--warps", nargs="+", type=int, default=None, help="time only candidates with these warp "
+                        "counts (besides the heuristic's config and the current entry), e.g. 8; default: all")
     parser.add_argument("--zero-points", action="store_true", help="w4a16 weights with zero points, into their own "
                         "entries (NxK:<group kind>:zp)")
     parser.add_argument("--around-entry", action="store_true", help="time only the heuristic's config, the current "
@@ -432,7 +434,7 @@ def main(argv: list[str] | None = None) -> dict:
             near = ([c for c in neighbours(current) if kernel.fits(c, n, k, group)] if args.around_entry
                     else cands[1:])
             cands = [cands[0], current, *(c for c in near if c != current)]
-        return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None)
+        return narrowed(cands, 2 if entry else 1, args.paths, args.deq if scheme == "w4a16" else None, args.warps)
 
     tasks = list(dict.fromkeys((s, args.zero_points, replace(c, split=min(c.split, 2)), g, 1 if m == 1 else 16,
                                 args.dtype)
