@@ -7,6 +7,7 @@
 # agrees with an fp32 matmul). Env: TUNE_S (the tune's budget, default 180), AGREE=0 (no agreement run; ~3.5 min),
 # BUCKETS (the tune's, default "32 16"), MS (the stacks', default "1 16 32"), DEQS (default "5 6 9"), WARPS (e.g. 8:
 # only those candidates, besides the heuristic's and the entry), STACKS=0 (no stacks; the tune's log compares).
+# SHAPES (e.g. "gate_up down").
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo h200 || echo h100)
@@ -15,7 +16,7 @@ cp "$table" /tmp/committed.json
 sed -i 's/^WARP_GROUP_LIMITED = (6, 9)/WARP_GROUP_LIMITED = ()/' specbench/quantization/int4_kernel.py
 grep -n "^WARP_GROUP_LIMITED" specbench/quantization/int4_kernel.py
 timeout $(( ${TUNE_S:-180} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes w4a16 \
-  --models llama-3-8b --buckets ${BUCKETS:-32 16} --groups 128 --deq ${DEQS:-5 6 9} ${WARPS:+--warps $WARPS} --paths dot \
+  --models llama-3-8b --buckets ${BUCKETS:-32 16} --groups 128 --deq ${DEQS:-5 6 9} ${WARPS:+--warps $WARPS} ${SHAPES:+--shapes $SHAPES} --paths dot \
   --budget-s ${TUNE_S:-180} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-330
 python3 - "$OUT/$gpu.json" /tmp/committed.json <<'PY'
