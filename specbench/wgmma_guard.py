@@ -89,6 +89,11 @@ def early_writes(body: list[str]) -> list[tuple[str, list[int], int]]:
     return found
 
 
+def listing_early_writes(sass: str) -> list[tuple[str, list[int], int]]:
+    """``early_writes`` of every loop of a SASS listing."""
+    return [w for body in loops(sass) for w in early_writes(body)]
+
+
 def disassemble(cubin: bytes) -> str:
     """The SASS listing of a cubin, by the nvdisasm that Triton bundles."""
     from triton import knobs
@@ -120,7 +125,7 @@ def _verdict(compiled) -> str | None:
         with open(kept) as f:
             text = f.read()
         return None if text == "safe" else text
-    writes = [w for body in loops(disassemble(compiled.asm["cubin"])) for w in early_writes(body)]
+    writes = listing_early_writes(disassemble(compiled.asm["cubin"]))
     text = f"{len(writes)} writes, the first: {writes[0][0]}" if writes else None
     try:
         cache.put(text or "safe", VERDICT_FILE, binary=False)

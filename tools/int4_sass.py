@@ -6,8 +6,8 @@
 Triton compiles the kernel ahead of time for an H100/H200 target (its bundled ptxas); nvdisasm lists the cubin and
 the largest loop (a backward branch) is counted: instructions per weight and thread = loop instructions /
 (BK * BN / threads), the issue cost that bounds a kernel streaming int4 weights (docs/quantization.md). A second
-line gives the build's writes to registers of wgmmas in flight (``wgmma_guard.early_writes``), a third its registers,
-spills and shared memory, and how many programs fit on a multiprocessor by each.
+line gives the build's writes to registers of wgmmas in flight (``wgmma_guard.listing_early_writes``), a third its
+registers, spills and shared memory, and how many programs fit on a multiprocessor by each.
 ``--whole-k`` builds the kernel as a config without a K split runs it (no partial sums).
 """
 
@@ -25,7 +25,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from specbench.quantization.int4_kernel import KernelConfig, odd_fma, w4a16_kernel
-from specbench.wgmma_guard import early_writes, loops
+from specbench.wgmma_guard import listing_early_writes, loops
 
 POINTERS = ("x_ptr", "w_ptr", "s_ptr", "z_ptr", "y_ptr", "part_ptr", "count_ptr")
 INTS = ("M", "N", "K", "stride_xm", "stride_ym")
@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> float:
     per_weight = sum(loop.values()) / (args.BK * args.BN / (32 * args.warps))
     print(f"{sum(loop.values())} instructions per K step, {per_weight:.2f} per weight and thread; "
           + ", ".join(f"{op} {n}" for op, n in loop.most_common(12)))
-    early = sum(len(early_writes(body)) for body in loops(sass))
-    print(f"{early} writes to the register operand of a wgmma still in flight (wgmma_guard refuses a build with any)")
+    print(f"{len(listing_early_writes(sass))} writes to the register operand of a wgmma still in flight "
+          "(wgmma_guard refuses a build with any)")
     used = resources(kernel, args.warps)
     fits = used["per_sm"]
     print(f"{used['registers']} registers, {used['spilled']} bytes spilled a thread, {used['shared']} bytes of shared "

@@ -19,7 +19,7 @@ from triton.compiler import ASTSource
 
 from specbench.quantization import kernel_table
 from specbench.quantization.int8_kernel import A8Config, a8_kernel, kernel_constants
-from specbench.wgmma_guard import early_writes, loops
+from specbench.wgmma_guard import listing_early_writes
 from tools.int4_sass import compile_sm90, on_cubin
 
 DIVISIBLE = ("N", "K", "stride_wn", "stride_ym")  # as Triton specializes them at the table's shapes
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"triton {triton.__version__}")
     bad = 0
     for key, bucket, kernel in table_builds(args.gpu):
-        writes = [w for body in loops(on_cubin(kernel, "nvdisasm", "-c")) for w in early_writes(body)]
+        writes = listing_early_writes(on_cubin(kernel, "nvdisasm", "-c"))
         bad += bool(writes)
         print(f"{key} M={bucket}: {len(writes)} early writes" + (f", first: {writes[0][0]}" if writes else ""),
               flush=True)
