@@ -12,7 +12,9 @@ also runs with the weight alone, the activation alone, both with N tiles twice a
 activation re-reads), and with the kernel's tensor-core work on top (``reads_mma``: the activation tile times a
 [BK, BN] tile of ones, no dequantization). Where the real kernel takes little more than ``tile_reads``, the tiles'
 traffic bounds it and only wider N tiles can help; where it takes little more than ``reads_mma``, the MMAs do; where
-it takes more than both, the dequantization and the waits between them do. Times are CUDA-graph replays
+it takes more than both, the dequantization and the waits between them do. Two columns bound the fixed cost of a
+launch: ``kernel_l2`` is the kernel over one weight copy replayed (from L2 where the weight fits in it) and ``launch``
+an empty kernel with the kernel's grid and warps (``empty_grid``). Times are CUDA-graph replays
 (``tune.time_config``). ``tile_reads.md`` ends with each model's linear stack (the sums over a layer's linears times
 the layer count).
 
@@ -67,6 +69,13 @@ if triton is not None:
                 acc_x = tl.dot(x, ones_x, acc_x)
         tl.store(out_ptr + (pid_k * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid_n,
                  tl.sum(tl.sum(acc_w, axis=1), axis=0) + tl.sum(tl.sum(acc_x, axis=1), axis=0))
+
+
+    @triton.jit
+    def empty_grid(out_ptr, flag):
+        """Nothing, stored by no program (``flag`` is 0): the cost of launching and retiring a grid."""
+        if flag != 0:
+            tl.store(out_ptr + tl.program_id(0), 1.0)
 
 
 def launch_reads(w: torch.Tensor, x: torch.Tensor, m: int, bk: int, bn: int, bm: int, split: int, stages: int,
@@ -147,10 +156,14 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
     x = kernel.inputs(m, k)
     counters = torch.zeros(splitk.tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
     real = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights, replays)
+    in_l2 = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights[:1], replays)
     del weights
+    bm = 1 if cfg.path == "gemv" else cfg.BM
+    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
+    flag = torch.empty(1, device="cuda")
+    launch = tune.time_config(lambda _: empty_grid[grid](flag, 0, num_warps=cfg.warps), [None], replays)
     words = [torch.randint(-2**31, 2**31 - 1, (k // 8, n), dtype=torch.int32, device="cuda") for _ in range(copies)]
     xw = torch.randint(-2**31, 2**31 - 1, (m, k * activation_bytes(scheme) // 4), dtype=torch.int32, device="cuda")
-    bm = 1 if cfg.path == "gemv" else cfg.BM
     reads = {}
     for name, bn, rw, rx, xn in (("reads", cfg.BN, True, True, 16), ("weight_only", cfg.BN, True, False, 16),
                                  ("x_only", cfg.BN, False, True, 16), ("reads_2bn", 2 * cfg.BN, True, True, 16),
@@ -160,7 +173,7 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
             words, replays)
     x_l2_bytes = x_reread_bytes(scheme, n, k, m, cfg.BN)
     return {"scheme": scheme, "n": n, "k": k, "group": group, "M": m, "config": cfg.as_dict(), "source": source,
-            "kernel_us": 1e3 * real, **{f"{name}_us": 1e3 * t for name, t in reads.items()},
+            "kernel_us": 1e3 * real, "kernel_l2_us": 1e3 * in_l2, "launch_us": 1e3 * launch, **{f"{name}_us": 1e3 * t for name, t in reads.items()},
             "weight_MB": weight_bytes / 1e6, "x_L2_MB": x_l2_bytes / 1e6,
             "reads_TBps": (weight_bytes + x_l2_bytes) / (reads["reads"] * 1e-3) / 1e12}
 
@@ -194,12 +207,14 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | reads µs | weight only | x only | "
-             "reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |", "|" + "---|" * 14]
+    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | reads µs | "
+             "weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |",
+             "|" + "---|" * 16]
     for r in rows:
         c = r["config"]
         lines.append(f"| {r['scheme']} | {r['model']} {r['layer']} | {r['n']}x{r['k']} | {r['M']} | "
-                     f"{c['BN']} x {c['BK']}, {c['split']} | {r['kernel_us']:.1f} | {r['reads_us']:.1f} | "
+                     f"{c['BN']} x {c['BK']}, {c['split']} | {r['kernel_us']:.1f} | {r['kernel_l2_us']:.1f} | "
+                     f"{r['launch_us']:.1f} | {r['reads_us']:.1f} | "
                      f"{r['weight_only_us']:.1f} | {r['x_only_us']:.1f} | {r['reads_2bn_us']:.1f} | "
                      f"{r['reads_mma_us']:.1f} | {r['x_L2_MB']:.0f} | {r['weight_MB']:.0f} | "
                      f"{r['kernel_us'] / r['reads_us']:.2f} |")
@@ -260,7 +275,8 @@ def main(argv: list[str] | None = None) -> None:
                         rows.append({"model": model, "layers": layers, "layer": layer,
                                      **time_layer(scheme, n, k, k if group == -1 else group, m, gpu, args.replays)})
                         r = rows[-1]
-                        print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs, reads "
+                        print(f"{model} {scheme} g{group} {layer} M={m}: kernel {r['kernel_us']:.1f} µs (one copy "
+                              f"{r['kernel_l2_us']:.1f}, empty grid {r['launch_us']:.1f}), reads "
                               f"{r['reads_us']:.1f} (weight {r['weight_only_us']:.1f}, x {r['x_only_us']:.1f}, 2 BN "
                               f"{r['reads_2bn_us']:.1f}, + MMA {r['reads_mma_us']:.1f}), "
                               f"{r['reads_TBps']:.2f} TB/s through L2", flush=True)
