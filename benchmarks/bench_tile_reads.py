@@ -173,7 +173,8 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
             words, replays)
     x_l2_bytes = x_reread_bytes(scheme, n, k, m, cfg.BN)
     return {"scheme": scheme, "n": n, "k": k, "group": group, "M": m, "config": cfg.as_dict(), "source": source,
-            "kernel_us": 1e3 * real, "kernel_l2_us": 1e3 * in_l2, "launch_us": 1e3 * launch, **{f"{name}_us": 1e3 * t for name, t in reads.items()},
+            "kernel_us": 1e3 * real, "kernel_l2_us": 1e3 * in_l2, "launch_us": 1e3 * launch,
+            **{f"{name}_us": 1e3 * t for name, t in reads.items()},
             "weight_MB": weight_bytes / 1e6, "x_L2_MB": x_l2_bytes / 1e6,
             "reads_TBps": (weight_bytes + x_l2_bytes) / (reads["reads"] * 1e-3) / 1e12}
 
@@ -207,7 +208,8 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | reads µs | "
+    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | "
+             "reads µs | "
              "weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |",
              "|" + "---|" * 16]
     for r in rows:
