@@ -70,7 +70,6 @@ if triton is not None:
         tl.store(out_ptr + (pid_k * tl.num_programs(1) + pid_m) * tl.num_programs(0) + pid_n,
                  tl.sum(tl.sum(acc_w, axis=1), axis=0) + tl.sum(tl.sum(acc_x, axis=1), axis=0))
 
-
     @triton.jit
     def empty_grid(out_ptr, flag):
         """Nothing, stored by no program (``flag`` is 0): the cost of launching and retiring a grid."""
@@ -208,9 +207,8 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | "
-             "reads µs | "
-             "weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |",
+    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | reads µs "
+             "| weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |",
              "|" + "---|" * 16]
     for r in rows:
         c = r["config"]

@@ -36,3 +36,17 @@ def test_stack_totals_sum_a_layers_linears_times_the_layer_count():
     assert grouped["M"] == 32 and grouped["linears"] == channel["linears"] == 4
     assert abs(grouped["kernel_ms"] - (10 + 11 + 12 + 13) * 32 / 1e3) < 1e-12
     assert abs(channel["reads_mma_ms"] - 4 * 9.0 * 32 / 1e3) < 1e-12
+
+
+def test_markdown_rows_fill_every_column_of_the_header():
+    from benchmarks.bench_tile_reads import markdown
+
+    times = ("kernel", "kernel_l2", "launch", "reads", "weight_only", "x_only", "reads_2bn", "reads_mma")
+    row = {"scheme": "w4a16", "model": "m", "layer": "o", "n": 4096, "k": 4096, "M": 1, "x_L2_MB": 0.5,
+           "weight_MB": 8.4, "config": {"BN": 16, "BK": 1024, "split": 1},
+           **{f"{name}_us": float(i + 2) for i, name in enumerate(times)}}
+    header, rule, line = markdown([row]).splitlines()
+    assert header.count("|") == rule.count("|") == line.count("|")
+    cells = dict(zip((c.strip() for c in header.split("|")), (c.strip() for c in line.split("|"))))
+    assert (cells["kernel µs"], cells["one copy (L2)"], cells["empty grid"], cells["reads µs"]) == \
+        ("2.0", "3.0", "4.0", "5.0")
