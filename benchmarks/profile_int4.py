@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append({"shape": shape, "kernel": "stream", "ms": ms, "GBps": n * k / 2 / ms / 1e6, "config": cfg})
             print(json.dumps(rows[-1]), flush=True)
         for m in args.ms:
-            cfg, source = kernel_table.choose("h200", n, k, args.group, m)
+            cfg, source = kernel_table.choose(kernel_table.gpu_key(), n, k, args.group, m)
             x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
             counters = torch.zeros(tile_counters(n, m, cfg) + 1, dtype=torch.int32, device="cuda")
             run = lambda w: launch(x, *w, None, counters, args.group, cfg)  # noqa: E731
