@@ -65,7 +65,7 @@ def stream_floor(n: int, k: int, copies: list[torch.Tensor], replays: int) -> tu
 
 def wave_sweep(n: int, k: int, group: int, m: int, tiles: range, replays: int) -> list[dict]:
     """The table config of [n, k] at M = ``m``, timed on [tiles × BN, k] weights, beside a streaming read of them."""
-    cfg, source = kernel_table.choose("h200", n, k, group, m)
+    cfg, source = kernel_table.choose(kernel_table.gpu_key(), n, k, group, m)
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     out = torch.zeros(n, dtype=torch.int32, device="cuda")
     rows = []
