@@ -157,10 +157,10 @@ def time_layer(scheme: str, n: int, k: int, group: int, m: int, gpu: str, replay
     real = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights, replays)
     in_l2 = tune.time_config(lambda wt: kernel.launch(cfg, x, wt, group, counters), weights[:1], replays)
     del weights
+    sink = torch.empty(1, device="cuda")
+    launch = tune.time_config(lambda _: empty_grid[splitk.grid(n, m, cfg)](sink, 0, num_warps=cfg.warps), [None],
+                              replays)
     bm = 1 if cfg.path == "gemv" else cfg.BM
-    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
-    flag = torch.empty(1, device="cuda")
-    launch = tune.time_config(lambda _: empty_grid[grid](flag, 0, num_warps=cfg.warps), [None], replays)
     words = [torch.randint(-2**31, 2**31 - 1, (k // 8, n), dtype=torch.int32, device="cuda") for _ in range(copies)]
     xw = torch.randint(-2**31, 2**31 - 1, (m, k * activation_bytes(scheme) // 4), dtype=torch.int32, device="cuda")
     reads = {}
@@ -207,8 +207,9 @@ def traffic_markdown(rows: list[dict]) -> str:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid | reads µs "
-             "| weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB | kernel / reads |",
+    lines = ["| scheme | model, layer | N x K | M | BN x BK, split | kernel µs | one copy (L2) | empty grid "
+             "| reads µs | weight only | x only | reads, 2 BN | reads + MMA | x from L2 MB | weight MB "
+             "| kernel / reads |",
              "|" + "---|" * 16]
     for r in rows:
         c = r["config"]

@@ -461,15 +461,13 @@ def launch(x: torch.Tensor, packed: torch.Tensor, scales: torch.Tensor, zeros: t
     n = packed.shape[1]
     if cfg.one_row and m != 1:
         raise ValueError(f"{cfg} takes one row, not M={m}")
-    bm = 1 if cfg.one_row else cfg.BM
-    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, bm, counters, deferred)
+    y, part = splitk.outputs(m, n, x.dtype, x.device, cfg.split, cfg.BN, splitk.tile_rows(cfg), counters, deferred)
     if m == 0:
         return y
     # column tiles on the grid's x axis. Launched as (row tiles, column tiles, split), the 70B gate/up projection at
     # M = 16 ran 30 % slower in session 30, but session 31 saw that slowdown in some processes with this order too
     # (docs/benchmarks.md), so the order is kept, not shown to matter
-    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
-    compiled = w4a16_kernel[grid](
+    compiled = w4a16_kernel[splitk.grid(n, m, cfg)](
         x, packed, scales, scales if zeros is None else zeros, y, part, counters, m, n, k, x.stride(0), y.stride(-2),
         WB=packed.shape[2],
         GROUP=cfg.BK if group == k else group, CHANNEL=group == k, HAS_ZEROS=zeros is not None,

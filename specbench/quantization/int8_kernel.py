@@ -287,14 +287,12 @@ def launch(xq: torch.Tensor, sx: torch.Tensor, weight: torch.Tensor, ws: torch.T
     reason = check_shape(n, k, group, bits, cfg)
     if reason:
         raise ValueError(reason)
-    bm = 1 if cfg.path == "gemv" else cfg.BM
-    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, bm, counters, deferred)
+    y, part = splitk.outputs(m, n, dtype, xq.device, cfg.split, cfg.BN, splitk.tile_rows(cfg), counters, deferred)
     if m == 0:
         return y
-    grid = (triton.cdiv(n, cfg.BN), triton.cdiv(m, bm), cfg.split)
     if cfg.path == "gemv":  # the gemv path reads int32 words
         xq, weight = xq.view(torch.int32), weight.view(torch.int32)
-    compiled = a8_kernel[grid](
+    compiled = a8_kernel[splitk.grid(n, m, cfg)](
         xq, sx, weight, ws, ws if gs is None else gs, y, part, counters, m, n, k, weight.stride(0), y.stride(-2),
         **kernel_constants(k, group, bits, cfg, gs is not None and gs.dtype == torch.uint8, deferred),
         ASM=not INTERPRETED, PDL=PDL, num_warps=cfg.warps, num_stages=cfg.stages, **launch_options(),

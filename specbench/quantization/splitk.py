@@ -64,9 +64,19 @@ def counters_needed(n: int, m: int, bn: int, bm: int) -> int:
     return -(-n // bn) * -(-m // bm)
 
 
+def tile_rows(cfg: TileConfig) -> int:
+    """Output rows of one of ``cfg``'s tiles: one for a one-row config, else BM."""
+    return 1 if cfg.one_row else cfg.BM
+
+
 def tile_counters(n: int, m: int, cfg: TileConfig) -> int:
-    """``counters_needed`` by a launch of ``cfg`` at M rows (a one-row config's tiles are one row high)."""
-    return counters_needed(n, m, cfg.BN, 1 if cfg.one_row else cfg.BM)
+    """``counters_needed`` by a launch of ``cfg`` at M rows."""
+    return counters_needed(n, m, cfg.BN, tile_rows(cfg))
+
+
+def grid(n: int, m: int, cfg: TileConfig) -> tuple[int, int, int]:
+    """The grid of a launch of ``cfg`` over [M, N] outputs: (column tiles, row tiles, split)."""
+    return -(-n // cfg.BN), -(-m // tile_rows(cfg)), cfg.split
 
 
 def store_mode(split: int, deferred: bool) -> int:
