@@ -2,7 +2,7 @@
 # the H200, the floors' GPU, last timed there in session 47 (W4A16 verify only) and session 39 (stacks, HierSpec).
 # 1. the W4A16 g128 and W4A8 (g128, per-channel) stacks, fp16, 70B and 8B, M = 1 / 16 / 32 / 64, committed table;
 # 2. the 70B HierSpec loop (AR and HierSpec in one process, replayed tau), committed table;
-# 3. with what is left of ~540 s: the W4A8 entries of bucket 64 (70B and 8B, both group kinds) tuned around the
+# 3. with what is left of TOTAL_S (default 540 s): the W4A8 entries of bucket 64 (70B and 8B, both group kinds) tuned around the
 #    committed ones into a copy of the table, then the W4A8 stacks at M = 1 and 64 on the copy (the H100's own tune
 #    took 70B g128 T(64)/T(1) from x1.39 to x1.15; the H200's g128 entries predate session 40's kernel).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
@@ -17,7 +17,7 @@ timeout ${LOOP_S:-200} python3 -m benchmarks.bench_sd_loop --model llama-3-70b-i
   --compile --compile-scope layer --intermediate llama-3-8b-instruct --eagle 10,3,24 --eagle-tau 3.0 \
   --methods ar,hierspec --repeats 2 --out "$OUT/loop" > "$OUT/loop.log" 2>&1
 echo "loop rc $? $(el) s"; grep -E "^\| (ar|hierspec) " "$OUT"/loop/bench_sd_loop.md; grep -E "^- hierspec:" "$OUT/loop.log" | cut -c1-300
-left=$(( 540 - $(el) - 70 ))
+left=$(( ${TOTAL_S:-540} - $(el) - 70 ))
 if [ $left -gt 60 ]; then
   timeout $(( left + 20 )) python3 -m specbench.quantization.tune --gpu h200 --schemes w4a8 --models llama-3-70b llama-3-8b \
     --buckets 64 --groups 128 -1 --around-entry --budget-s $left --workers 14 --out "$OUT/h200.json" > "$OUT/tune.log" 2>&1
