@@ -2,8 +2,8 @@
 # the H200, the floors' GPU, last timed there in session 47 (W4A16 verify only) and session 39 (stacks, HierSpec).
 # 1. the W4A16 g128 and W4A8 (g128, per-channel) stacks, fp16, 70B and 8B, M = 1 / 16 / 32 / 64, committed table;
 # 2. the 70B HierSpec loop (AR and HierSpec in one process, replayed tau), committed table;
-# 3. with what is left of TOTAL_S (default 540 s): the W4A8 entries of bucket 64 (70B and 8B, both group kinds) tuned around the
-#    committed ones into a copy of the table, then the W4A8 stacks at M = 1 and 64 on the copy (the H100's own tune
+# 3. with what is left of TOTAL_S (default 540 s): the W4A8 entries of bucket 64 (70B and 8B, both group kinds)
+#    tuned around the committed ones into a copy of the table, then the W4A8 stacks at M = 1 and 64 on the copy (the H100's own tune
 #    took 70B g128 T(64)/T(1) from x1.39 to x1.15; the H200's g128 entries predate session 40's kernel).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
