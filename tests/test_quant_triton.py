@@ -567,6 +567,48 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
     assert "w4a16 8192x8192 g128 M=64: 3 candidates skipped" in table["errors"]
 
 
+def test_a_resumed_tune_times_only_what_no_run_of_its_code_and_options_has_timed():
+    """``--resume`` skips a (weight, bucket) pair whose entry this code and these options wrote (per-channel weights
+    keyed by K, zero points apart); an entry of another run, or of other options, is timed again."""
+    import argparse
+
+    from specbench.quantization import kernel_table
+    from specbench.quantization.tune import pending, run_signature
+
+    opts = dict(paths=["gemv", "dot"], deq=None, warps=None, around_entry=False, dtype="float16", replays=5)
+    sig = run_signature(argparse.Namespace(**opts))
+    assert sig == run_signature(argparse.Namespace(**opts))
+    assert sig != run_signature(argparse.Namespace(**{**opts, "around_entry": True}))
+    work = [("w4a16", 8192, 8192, 128, 1), ("w4a16", 8192, 8192, 128, 64), ("w4a8", 8192, 8192, -1, 1),
+            ("w4a16", 1024, 8192, 128, 1)]
+    entries = {kernel_table.shape_key(8192, 8192, 128, "w4a16"): {"1": {"run": sig}, "64": {"run": "other code"}},
+               kernel_table.shape_key(8192, 8192, 8192, "w4a8"): {"1": {"run": sig}}}
+    assert pending(work, entries, sig) == [work[1], work[3]]
+    assert pending(work[:2], entries, sig, zero_points=True) == work[:2]  # zero points: their own entries only
+
+
+def test_a_resumed_tune_with_nothing_left_keeps_its_out_table_and_times_nothing(tmp_path, monkeypatch, capsys):
+    """The whole ``--resume`` path up to the GPU: every pair of the run already in --out by this code and these
+    options, so nothing is compiled or timed (no GPU is touched) and the entries come back as they were."""
+    import argparse
+
+    from specbench.quantization import kernel_table, tune
+
+    monkeypatch.setattr(kernel_table, "gpu_key", lambda: "h100")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
+    sig = tune.run_signature(argparse.Namespace(paths=["gemv", "dot"], deq=None, warps=None, around_entry=False,
+                                                dtype="float16", replays=5))
+    shapes = {(n, k) for _, k, n in tune.model_shapes("llama-3-8b")[0]}
+    entries = {kernel_table.shape_key(n, k, k, "w8a8_int8"): {"1": {"run": sig, "ms": 0.01}} for n, k in shapes}
+    out = tmp_path / "h100.json"
+    out.write_text(json.dumps({"command": "tune", "entries": entries, "errors": ["kept note"]}))
+    table = tune.main(["--gpu", "h100", "--schemes", "w8a8_int8", "--models", "llama-3-8b", "--buckets", "1",
+                       "--groups", "-1", "--workers", "0", "--resume", "--out", str(out)])
+    assert f"--resume: {len(shapes)} of {len(shapes)} (weight, bucket) pairs already timed" in capsys.readouterr().out
+    assert table["entries"] == entries and table["errors"] == ["kept note"]
+    assert json.loads(out.read_text())["entries"] == entries
+
+
 def test_a_tune_refuses_a_group_size_or_linear_it_would_find_nothing_to_time_for(capsys):
     """``--groups 0`` (bash's own ``GROUPS``, the user's group id, once reached a device call as the group size) timed
     nothing and wrote the table back unchanged; it is refused, before any GPU is needed, naming the sizes offered, and

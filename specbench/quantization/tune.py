@@ -23,6 +23,9 @@ measured; shapes left out use the heuristic. Entries of an existing table that t
 buckets, groups, models, schemes) are kept. A GPU with a sibling (``kernel_table.SIBLINGS``: an H100 runs the H200's
 entries) and no table of its own starts an empty one: the sibling's entries compete, and only what this GPU timed is
 written.
+Each entry records the run that timed it (``run_signature``: the package's source hash and the options that choose
+the candidates), so ``--resume`` on a cut-off run's ``--out`` times only what that run left: a full-grid tune can
+span several device calls.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from specbench.quantization.int4_kernel import (
 from specbench.quantization.int8_kernel import A8Config
 from specbench.quantization.qweight import fake_quant_act, quantize_rtn
 from specbench.quantization.schemes import SCHEMES
-from specbench.runner.environment import ptxas_version
+from specbench.runner.environment import ptxas_version, source_hash
 
 # the shipped configs' distinct linear shapes (Llama-3.1-8B and 3.3-70B share these; Qwen3-8B is Quasar's target)
 MODELS = {"llama-3-70b": "llama-3-70b-instruct", "llama-3-8b": "llama-3-8b-instruct", "qwen3-8b": "qwen3-8b"}
@@ -363,6 +366,20 @@ def carry_over(table: dict, old: dict, work: list[tuple], zero_points: bool = Fa
         table["command"] = f"{old['command']}; then, merged: {table['command']}"
 
 
+def run_signature(args: argparse.Namespace) -> str:
+    """What made a run's entries: the code (``source_hash``) and the options that choose and time the candidates."""
+    opts = {key: getattr(args, key) for key in ("paths", "deq", "warps", "around_entry", "dtype", "replays")}
+    return f"{source_hash()} " + json.dumps(opts, sort_keys=True, separators=(",", ":"))
+
+
+def pending(work: list[tuple], entries: dict, signature: str, zero_points: bool = False) -> list[tuple]:
+    """The (scheme, N, K, group, M) of ``work`` whose entry in ``entries`` was not timed by a run of ``signature``."""
+    def done(scheme: str, n: int, k: int, g: int, m: int) -> bool:
+        key = kernel_table.shape_key(n, k, k if g == -1 else g, scheme, zero_points)
+        return entries.get(key, {}).get(str(m), {}).get("run") == signature
+    return [w for w in work if not done(*w)]
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
@@ -391,6 +408,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--replays", type=int, default=5)
     parser.add_argument("--budget-s", type=float, default=300.0)
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
+    parser.add_argument("--resume", action="store_true", help="time only the (weight, bucket) pairs whose entry in "
+                        "--out no run of this code and these options has timed (a cut-off run's --out goes on)")
     args = parser.parse_args(argv)
     if args.zero_points and args.schemes != ["w4a16"]:
         parser.error("--zero-points times the w4a16 kernel only: add --schemes w4a16")
@@ -413,8 +432,15 @@ def main(argv: list[str] | None = None) -> dict:
              + " ".join(sys.argv[1:] if argv is None else argv), "date": time.strftime("%Y-%m-%d"), "entries": {},
              "errors": []}
     base = out if out.exists() else kernel_table.TABLES / f"{args.gpu}.json"
-    if base.exists():
-        carry_over(table, json.loads(base.read_text()), work, args.zero_points)
+    old = json.loads(base.read_text()) if base.exists() else {}
+    signature = run_signature(args)
+    if args.resume:
+        todo = pending(work, old.get("entries", {}), signature, args.zero_points)
+        print(f"--resume: {len(work) - len(todo)} of {len(work)} (weight, bucket) pairs already timed by this code and "
+              f"these options in {base}", flush=True)
+        work = todo
+    if old:
+        carry_over(table, old, work, args.zero_points)
 
     def timed_candidates(scheme: str, n: int, k: int, group: int, m: int) -> list:
         """The scheme kernel's candidates with the current table entry among them (it competes again, so no run
@@ -487,7 +513,8 @@ def main(argv: list[str] | None = None) -> dict:
             continue
         table["entries"].setdefault(key, {})[str(m)] = {
             "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
-            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors), "dtype": args.dtype}
+            "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors), "dtype": args.dtype,
+            "run": signature}
         per_path = {path: min(t for t, c in timed if c.path == path)
                     for path in dict.fromkeys(c.path for _, c in timed)}
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
