@@ -5,7 +5,8 @@
 # every candidate), BUDGET_S (the tune's, default 300), ONLY (h200 or h100: exit at once on another GPU), LOOP (1:
 # then the 70B HierSpec loop, the tuned table in this checkout against a copy with the committed one, one process
 # each through benchmarks/same_run.sh; ~4 min more, LOOP_S a side), MODELS (default "llama-3-70b llama-3-8b";
-# session 51).
+# session 51), RESUME (a table an earlier call's tune left, brought back into the checkout: the tune goes on from it
+# with --resume, same options; session 54).
 STEPS=none; . benchmarks/device_env.sh >/dev/null 2>&1; OUT=$(cd "$OUT" && pwd)
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader); echo "$name"
 case $name in *H200*) gpu=h200 ;; *H100*) gpu=h100 ;; *) echo "no table for $name"; exit 1 ;; esac
@@ -21,9 +22,10 @@ stack() {
 }
 cp "$table" /tmp/committed.json
 stack stack_committed
+[ -n "${RESUME:-}" ] && cp "$RESUME" "$OUT/$gpu.json"
 timeout $(( ${BUDGET_S:-300} + 40 )) python3 -m specbench.quantization.tune --gpu $gpu --schemes ${SCHEMES:-w4a16} \
   --models ${MODELS:-llama-3-70b llama-3-8b} --buckets ${BUCKETS:-1 64 16 32} --groups ${GROUP_SIZES:-128} \
-  ${AROUND---around-entry} \
+  ${AROUND---around-entry} ${RESUME:+--resume} \
   --budget-s ${BUDGET_S:-300} --workers 14 --out "$OUT/$gpu.json" > "$OUT/tune.log" 2>&1
 echo "tune rc $? $(( $(date +%s) - t0 )) s"; grep -E "^\[" "$OUT/tune.log" | cut -c1-160
 cp "$OUT/$gpu.json" "$table"
