@@ -24,8 +24,8 @@ buckets, groups, models, schemes) are kept. A GPU with a sibling (``kernel_table
 entries) and no table of its own starts an empty one: the sibling's entries compete, and only what this GPU timed is
 written.
 Each entry records the run that timed it (``run_signature``: the package's source hash and the options that choose
-the candidates), so ``--resume`` on a cut-off run's ``--out`` times only what that run left: a full-grid tune can
-span several device calls.
+the candidates; not one cut short by the budget), so ``--resume`` on a cut-off run's ``--out`` times only what that
+run left: a full-grid tune can span several device calls.
 """
 
 from __future__ import annotations
@@ -485,10 +485,11 @@ def main(argv: list[str] | None = None) -> dict:
         x = kernel.inputs(m, k)
         cands = timed_candidates(scheme, n, k, group, m)
         counters = torch.zeros(max(splitk.tile_counters(n, m, c) for c in cands) + 1, dtype=torch.int32, device="cuda")
-        timed, too_big, label = [], 0, work_label(scheme, n, k, g, m, args.zero_points)
+        timed, too_big, label, whole = [], 0, work_label(scheme, n, k, g, m, args.zero_points), True
         for i, cfg in enumerate(cands):
             if i > 1 and time.monotonic() - t0 > args.budget_s:  # the heuristic and the current entry always run
                 table["errors"].append(f"budget spent while timing {label}: {i} of {len(cands)} candidates")
+                whole = False
                 break
             try:
                 run_one = lambda w, cfg=cfg: kernel.launch(cfg, x, w, group, counters)  # noqa: E731
@@ -514,7 +515,7 @@ def main(argv: list[str] | None = None) -> dict:
         table["entries"].setdefault(key, {})[str(m)] = {
             "config": best.as_dict(), "ms": best_ms, "heuristic_ms": heur_ms, "candidates": len(timed),
             "GBps": (n * k * kernel.bits / 8) / (best_ms * 1e-3) / 1e9, "rel_error": max(errors), "dtype": args.dtype,
-            "run": signature}
+            **({"run": signature} if whole else {})}  # a pair cut short by the budget is timed again on --resume
         per_path = {path: min(t for t, c in timed if c.path == path)
                     for path in dict.fromkeys(c.path for _, c in timed)}
         print(f"[{time.monotonic() - t0:6.0f} s] {key} M={m}: {best_ms * 1e3:.1f} us "
