@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from specbench.runner.summary import CPU_NOTE, print_summary, summarize
+from specbench.runner.summary import CPU_NOTE, lines, print_summary, summarize
 
 SMOKE = Path(__file__).resolve().parents[1] / "results" / "smoke"
 
@@ -23,3 +23,18 @@ def test_summary_names_the_setting_intervals_and_folders(capsys):
         assert f"results of {row.method}: {row.folder}" in out
     assert not any(h in row.method for h in table.config_hash for _, row in table.iterrows())
     assert pd.Series(table.method).str.startswith("eagle").all() and table.method.nunique() == len(table)
+
+
+def test_summary_prints_every_interval_whole_into_a_log_file(capsys, monkeypatch):
+    """A run whose output goes to a file (a SLURM log, ``> run.log``) keeps every figure whole: rich gives a
+    non-terminal 80 columns, and cut cells read ``[175.7–181.…``."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    folders = sorted({p.parent for p in SMOKE.glob("tree_sweep/*/results.parquet")})[:2]
+    table = summarize(folders, n_boot=50)
+    table["method"] = table.method + " num_tokens=5 depth=6 total_tokens=60"  # a long label, as a sweep's
+    print_summary(table)
+    out = capsys.readouterr().out
+    assert "…" not in out
+    for row in lines(table)[1]:
+        for cell in row:
+            assert cell in out, cell

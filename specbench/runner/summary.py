@@ -79,7 +79,11 @@ def print_summary(table: pd.DataFrame) -> None:
             out.add_column(column, justify="left" if column == "method" else "right")
         for row in rows:
             out.add_row(*row)
-        Console().print(out)
+        console = Console()
+        if not console.is_terminal:  # a log file: as wide as the table, not rich's 80 columns that cut cells
+            whole = console.measure(out, options=console.options.update_width(1000)).maximum
+            console = Console(width=max(console.width, whole))
+        console.print(out)
     if (table.get("env.gpu", pd.Series(dtype=object)).isna()).all():
         print(CPU_NOTE)
     for _, r in table.iterrows():
