@@ -7,6 +7,7 @@ covered on the GPU by ``tune``'s check of every table entry and ``tests/test_qua
 
 from __future__ import annotations
 
+import argparse
 import json
 import textwrap
 from dataclasses import replace
@@ -567,18 +568,20 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
     assert "w4a16 8192x8192 g128 M=64: 3 candidates skipped" in table["errors"]
 
 
+def tune_options(**changed) -> argparse.Namespace:
+    """``tune``'s defaults for the options ``run_signature`` reads, with ``changed`` over them."""
+    return argparse.Namespace(**{"paths": ["gemv", "dot"], "deq": None, "warps": None, "around_entry": False,
+                                 "dtype": "float16", "replays": 5, **changed})
+
+
 def test_a_resumed_tune_times_only_what_no_run_of_its_code_and_options_has_timed():
     """``--resume`` skips a (weight, bucket) pair whose entry this code and these options wrote (per-channel weights
     keyed by K, zero points apart); an entry of another run, or of other options, is timed again."""
-    import argparse
-
-    from specbench.quantization import kernel_table
     from specbench.quantization.tune import pending, run_signature
 
-    opts = dict(paths=["gemv", "dot"], deq=None, warps=None, around_entry=False, dtype="float16", replays=5)
-    sig = run_signature(argparse.Namespace(**opts))
-    assert sig == run_signature(argparse.Namespace(**opts))
-    assert sig != run_signature(argparse.Namespace(**{**opts, "around_entry": True}))
+    sig = run_signature(tune_options())
+    assert sig == run_signature(tune_options())
+    assert sig != run_signature(tune_options(around_entry=True))
     work = [("w4a16", 8192, 8192, 128, 1), ("w4a16", 8192, 8192, 128, 64), ("w4a8", 8192, 8192, -1, 1),
             ("w4a16", 1024, 8192, 128, 1)]
     entries = {kernel_table.shape_key(8192, 8192, 128, "w4a16"): {"1": {"run": sig}, "64": {"run": "other code"}},
@@ -590,14 +593,11 @@ def test_a_resumed_tune_times_only_what_no_run_of_its_code_and_options_has_timed
 def test_a_resumed_tune_with_nothing_left_keeps_its_out_table_and_times_nothing(tmp_path, monkeypatch, capsys):
     """The whole ``--resume`` path up to the GPU: every pair of the run already in --out by this code and these
     options, so nothing is compiled or timed (no GPU is touched) and the entries come back as they were."""
-    import argparse
-
-    from specbench.quantization import kernel_table, tune
+    from specbench.quantization import tune
 
     monkeypatch.setattr(kernel_table, "gpu_key", lambda: "h100")
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H100 80GB HBM3")
-    sig = tune.run_signature(argparse.Namespace(paths=["gemv", "dot"], deq=None, warps=None, around_entry=False,
-                                                dtype="float16", replays=5))
+    sig = tune.run_signature(tune_options())
     shapes = {(n, k) for _, k, n in tune.model_shapes("llama-3-8b")[0]}
     entries = {kernel_table.shape_key(n, k, k, "w8a8_int8"): {"1": {"run": sig, "ms": 0.01}} for n, k in shapes}
     out = tmp_path / "h100.json"
