@@ -216,6 +216,22 @@ def test_two_runs_of_one_configuration_are_never_mixed():
         assert "ambiguous" in cell.h200_note
 
 
+def test_the_run_list_says_when_each_run_started_and_which_commit_it_ran():
+    old = pd.DataFrame(_rows("NVIDIA H200", "none", 30.0, 1.0, sha="0123456789abcdef")).assign(
+        **{"env.date": "2026-12-01T08:17:54+00:00"})
+    new = pd.DataFrame(_rows("NVIDIA H200", "eagle", 75.0, 3.0, sha="fedcba9876543210", **EAGLE)).assign(
+        **{"env.date": "2026-12-06T21:05:11+00:00"})
+    no_env = pd.DataFrame(_rows("NVIDIA A100-SXM4-80GB", "none", 20.0, 1.0, weights="real")).drop(
+        columns="env.git_sha")
+    lines = runs_markdown(cell_stats(pd.concat([old, new, no_env], ignore_index=True), n_boot=20)).splitlines()
+    header = next(line for line in lines if line.startswith("| run |")).split(" | ")
+    at, code, device = (header.index(name) for name in ("measured (UTC)", "code", "device"))
+    rows = [line.split(" | ") for line in lines if "| c-" in line]
+    assert sorted((r[device], r[at], r[code]) for r in rows) == [
+        ("NVIDIA A100-SXM4-80GB", "—", "—"), ("NVIDIA H200", "2026-12-01 08:17", "012345678"),
+        ("NVIDIA H200", "2026-12-06 21:05", "fedcba987")]
+
+
 def test_a_replayed_tau_that_was_not_reached_is_named_in_the_cell_note():
     from specbench.analysis.columns import replay_shortfall
 

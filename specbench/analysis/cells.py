@@ -243,7 +243,8 @@ VARIANTS: dict[str, tuple[str, dict]] = {
 }
 RUN_COLUMNS = ["model.source", "weights", "acceptance_source", "timing.replay_source", "quant.scheme", "quant.backend",
                "quant.group_size", "quant.rotated", "drafter", "dataset.name", "dataset.max_new_tokens",
-               "runtime.temperature", "runtime.device", "engine.compile", "env.gpu", "output.name", "config_hash"]
+               "runtime.temperature", "runtime.device", "engine.compile", "env.gpu", "output.name", "config_hash",
+               "env.date", "env.git_sha"]
 
 
 def cell_stats(data: pd.DataFrame, by: list[str] | None = None, probes: pd.DataFrame | None = None,

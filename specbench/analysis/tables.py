@@ -183,11 +183,20 @@ def write_table(manifest: Manifest, table: dict, cells: pd.DataFrame, out: Path)
 
 RUN_VIEW = [("run", None), ("model", "model.source"), ("weights", "weights"), ("quant", "quant.scheme"),
             ("drafter", "drafter"), ("dataset", "dataset.name"), ("T", "runtime.temperature"), ("device", None),
-            ("n", "n_questions"), ("acceptance", "acceptance_source")]
+            ("n", "n_questions"), ("acceptance", "acceptance_source"), ("measured (UTC)", "env.date"),
+            ("code", "env.git_sha")]
 REPLAYED = ("tau", "alpha")  # statistics a replayed run imposes instead of measuring: shown without an interval
 RUN_STATS = [("tok/s", "tok_s"), ("tok/s Eq. (1)", "tok_s_eq1"), ("tok/s e2e", "tok_s_e2e"), ("τ", "tau"),
              ("α", "alpha"), ("speedup", "speedup"), ("speedup e2e", "speedup_e2e"),
              ("speedup vs 16-bit", "speedup16"), ("Eq. (1)", "predicted_speedup"), ("T_v/T_t", "tv_over_tt")]
+
+
+def _provenance(run: pd.Series) -> tuple[str, str]:
+    """When a run started (``env.date``, to the minute) and the commit it ran (``env.git_sha``, abbreviated), so
+    that a reader sees which rows predate a kernel change; "—" where a result file lacks them."""
+    date, sha = run.get("env.date"), run.get("env.git_sha")
+    return (date[:16].replace("T", " ") if isinstance(date, str) and date else "—",
+            sha[:9] if isinstance(sha, str) and sha else "—")
 
 
 def runs_markdown(stats: pd.DataFrame) -> str:
@@ -202,7 +211,7 @@ def runs_markdown(stats: pd.DataFrame) -> str:
         acceptance = f"replay ({source})" if replayed and isinstance(source, str) else r.get("acceptance_source")
         ident = [r["config_hash"], r["model.source"], r.get("weights"), r["quant.scheme"],
                  f"{r['drafter']} {settings}".strip(), r["dataset.name"], f"{r['runtime.temperature']:g}", device,
-                 str(int(r.get("n_questions", 0) or 0)), acceptance]
+                 str(int(r.get("n_questions", 0) or 0)), acceptance, *_provenance(r)]
         values = []
         for _, key in RUN_STATS:
             kind = "speedup" if "speedup" in key else key
@@ -218,7 +227,8 @@ def runs_markdown(stats: pd.DataFrame) -> str:
             "unless marked 16-bit; tok/s excludes prefill unless e2e; Eq. (1) (predicted speedup and tok/s) from "
             "probes or step timings (column eq1_source of runs.csv). weights: real or shape_only (random weights of "
             "the real shapes); acceptance: real, or replay with the source of the imposed τ, whose τ and α are inputs "
-            "(no interval)."
+            "(no interval); measured and code: when the run started and the commit it ran, so rows measured before "
+            "a kernel change show it."
             "\n\n" + markdown(header, lines))
 
 
