@@ -173,8 +173,10 @@ def _table2(frame: pd.DataFrame) -> pd.DataFrame:
 @pytest.mark.slow  # table regeneration: ~10 s
 def test_fake_campaign_fills_the_h200_column_never_the_a100_one_and_never_shows_replayed_tau(tmp_path):
     h200 = pd.DataFrame(_rows("NVIDIA H200", "none", 30.0, 1.0) + _rows("NVIDIA H200", "eagle", 60.0, 3.0, **EAGLE))
+    h200["env.date"] = "2026-12-04T14:48:18+00:00"
     cells = _table2(h200)
     speedup = cells.loc["eagle", "average", "speedup"]
+    assert "measured 2026-12-04 at a" in speedup.h200_note  # the day and commit (sha "a") of the runs
     assert speedup.status == "not run" and "needs an A100" in speedup.note  # an H200 run never fills the A100 cell
     assert speedup.h200 == pytest.approx(2.0, rel=0.05) and speedup.h200_ratio == pytest.approx(2.0 / 2.12, rel=0.05)
     assert speedup.h200_note.startswith("† NVIDIA H200, shape-only, 1024 new tokens per prompt") and "τ replayed from every task 3" in \

@@ -6,7 +6,7 @@ Each entry of the manifest's ``gpu_columns`` (``{id: h200, label: H200, gpu: H20
 cell measured on that GPU; there the table's ``weights`` and ``acceptance_source`` conditions are dropped, so
 shape-only rows (random weights of the real shapes, replayed tau) fill it, with a marker naming what they are: GPU,
 shape-only, the source of the replayed tau, and for a quantized target the kernel, whose timing does not depend on
-how the weights were quantized. Acceptance and accuracy metrics (``REAL_ONLY``) take only real weights with real
+how the weights were quantized, and when the runs were measured (day and commit). Acceptance and accuracy metrics (``REAL_ONLY``) take only real weights with real
 acceptance in every column: a replayed tau is the run's input, never a measurement.
 """
 
@@ -70,7 +70,20 @@ def marker(rows: pd.DataFrame) -> str:
             parts.append(f"{scheme} kernel {kernel}: timing does not depend on how the weights were quantized")
         else:
             parts.append(f"{scheme} quantized by RTN at load time, not the paper's checkpoint")
-    return "; ".join(parts)
+    if parts:
+        parts.append(measured(rows))
+    return "; ".join(part for part in parts if part)
+
+
+def measured(rows: pd.DataFrame) -> str:
+    """When the rows' runs started (UTC days) and the commit they ran: a timing measured before a kernel change says
+    so (empty where the result files lack ``env.date``)."""
+    days = sorted({d[:10] for d in rows.get("env.date", pd.Series(dtype=object)).dropna() if isinstance(d, str)})
+    if not days:
+        return ""
+    shas = sorted({s[:7] for s in rows.get("env.git_sha", pd.Series(dtype=object)).dropna() if isinstance(s, str)})
+    when = days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+    return f"measured {when}" + (f" at {shas[0]}" if len(shas) == 1 else "")
 
 
 def imposed_tau(rows: pd.DataFrame) -> pd.Series:

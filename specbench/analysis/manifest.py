@@ -21,7 +21,7 @@ import yaml
 
 from specbench.analysis import columns
 from specbench.analysis.bootstrap import LEVEL, N_BOOT, Estimate
-from specbench.analysis.cells import evaluate
+from specbench.analysis.cells import evaluate, one_run_per_dataset
 from specbench.analysis.pool import Pool
 
 LABELS = ("P", "C", "D", "?")
@@ -165,7 +165,7 @@ def _measure(cell: Cell, pool: Pool, n_boot: int, seed: int, level: float) -> tu
     """The cell's estimate (None when empty) and its note: what the rows are, or why there is no value."""
     found = _evaluate(cell, pool, cell.options, n_boot, seed, level)
     if isinstance(found, Estimate) and math.isfinite(found.value):
-        mark = columns.marker(pool.select(cell.conditions, cell.anys))
+        mark = columns.marker(one_run_per_dataset(pool.select(cell.conditions, cell.anys), pool.resolution)[0])
         return found, "; ".join(n for n in (mark, found.note) if n)
     return None, found if isinstance(found, str) else "no finite value"
 
