@@ -326,7 +326,8 @@ def test_an_h100_runs_its_own_entries_else_the_h200_ones_and_says_so():
                 assert source == "table h200 (for h100)" and cfg == h200
     assert kernel_table.backend_order("h100", "w4a16")[1] == "table h200 (for h100)"  # its table has no order
     assert kernel_table.describe_source("h100", 8192, 8192, 8192) == "table h200 (for h100)"  # per-channel
-    assert kernel_table.describe_source("h100", 8192, 8192, 128, "w4a8") == "table h100 + table h200 (for h100)"
+    assert kernel_table.describe_source("h100", 8192, 8192, 128, "w4a8") == "table h100"  # every bucket its own
+    assert kernel_table.describe_source("h100", 4096, 4096, 128, "w4a8") == "table h100 + table h200 (for h100)"
     assert kernel_table.describe_source("h200", 8192, 8192, 128, "w4a8") == "table h200"
 
 
