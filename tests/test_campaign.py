@@ -230,8 +230,8 @@ def test_the_run_list_says_when_each_run_started_and_which_commit_it_ran():
     at, code, device = (header.index(name) for name in ("measured (UTC)", "code", "device"))
     rows = [line.split(" | ") for line in lines if "| c-" in line]
     assert sorted((r[device], r[at], r[code]) for r in rows) == [
-        ("NVIDIA A100-SXM4-80GB", "—", "—"), ("NVIDIA H200", "2026-12-01 08:17", "012345678"),
-        ("NVIDIA H200", "2026-12-06 21:05", "fedcba987")]
+        ("NVIDIA A100-SXM4-80GB", "—", "—"), ("NVIDIA H200", "2026-12-01 08:17", "0123456"),
+        ("NVIDIA H200", "2026-12-06 21:05", "fedcba9")]
 
 
 def test_a_replayed_tau_that_was_not_reached_is_named_in_the_cell_note():

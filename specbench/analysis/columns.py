@@ -5,9 +5,10 @@ A manifest names the GPU its paper ran on (option ``gpu``, e.g. ``A100``; ``RTX 
 Each entry of the manifest's ``gpu_columns`` (``{id: h200, label: H200, gpu: H200}``) adds a column with the same
 cell measured on that GPU; there the table's ``weights`` and ``acceptance_source`` conditions are dropped, so
 shape-only rows (random weights of the real shapes, replayed tau) fill it, with a marker naming what they are: GPU,
-shape-only, the source of the replayed tau, and for a quantized target the kernel, whose timing does not depend on
-how the weights were quantized, and when the runs were measured (day and commit). Acceptance and accuracy metrics (``REAL_ONLY``) take only real weights with real
-acceptance in every column: a replayed tau is the run's input, never a measurement.
+shape-only, the source of the replayed tau, for a quantized target the kernel, whose timing does not depend on how
+the weights were quantized, and when the run was measured (day and commit). Acceptance and accuracy metrics
+(``REAL_ONLY``) take only real weights with real acceptance in every column: a replayed tau is the run's input,
+never a measurement.
 """
 
 from __future__ import annotations

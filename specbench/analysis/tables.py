@@ -196,7 +196,7 @@ def _provenance(run: pd.Series) -> tuple[str, str]:
     that a reader sees which rows predate a kernel change; "—" where a result file lacks them."""
     date, sha = run.get("env.date"), run.get("env.git_sha")
     return (date[:16].replace("T", " ") if isinstance(date, str) and date else "—",
-            sha[:9] if isinstance(sha, str) and sha else "—")
+            sha[:7] if isinstance(sha, str) and sha else "—")
 
 
 def runs_markdown(stats: pd.DataFrame) -> str:
