@@ -570,9 +570,10 @@ def test_a_merging_tune_keeps_the_old_tables_notes_and_command_except_for_what_i
 
 
 def tune_options(**changed) -> argparse.Namespace:
-    """``tune``'s defaults for the options ``run_signature`` reads, with ``changed`` over them."""
-    return argparse.Namespace(**{"paths": ["gemv", "dot"], "deq": None, "warps": None, "around_entry": False,
-                                 "dtype": "float16", "replays": 5, **changed})
+    """``tune``'s command-line defaults, with ``changed`` over them."""
+    from specbench.quantization.tune import arguments
+
+    return argparse.Namespace(**{**vars(arguments().parse_args(["--gpu", "h100"])), **changed})
 
 
 def test_a_resumed_tune_times_only_what_no_run_of_its_code_and_options_has_timed():

@@ -380,7 +380,8 @@ def pending(work: list[tuple], entries: dict, signature: str, zero_points: bool 
     return [w for w in work if not done(*w)]
 
 
-def main(argv: list[str] | None = None) -> dict:
+def arguments() -> argparse.ArgumentParser:
+    """The command line of ``python -m specbench.quantization.tune``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpu", required=True, choices=kernel_table.GPUS)
     parser.add_argument("--out", type=Path, default=None, help="default: the committed table of --gpu; a new path "
@@ -410,6 +411,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=12, help="processes that compile candidates first")
     parser.add_argument("--resume", action="store_true", help="time only the (weight, bucket) pairs whose entry in "
                         "--out no run of this code and these options has timed (a cut-off run's --out goes on)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = arguments()
     args = parser.parse_args(argv)
     if args.zero_points and args.schemes != ["w4a16"]:
         parser.error("--zero-points times the w4a16 kernel only: add --schemes w4a16")
